@@ -1,0 +1,19 @@
+.PHONY: setup demo test lint bench
+PY := .venv/bin/python
+
+.venv/.setup-done: pyproject.toml requirements-data.txt scripts/setup.sh
+	bash scripts/setup.sh
+	touch $@
+
+setup: .venv/.setup-done
+
+demo: setup
+	$(PY) -m dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
+	  --vocab english --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
+	  --method iterative --out out/sequences.jsonl
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check src tests benchmarks

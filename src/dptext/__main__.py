@@ -1,0 +1,3 @@
+from dptext.cli import main
+
+main()
