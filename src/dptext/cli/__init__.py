@@ -1,0 +1,13 @@
+"""Command-line interface: a thin layer over the Python API.
+
+Each command group lives in its own module and registers itself on ``app``.
+"""
+
+from dptext.cli.app import app
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]
