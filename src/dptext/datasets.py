@@ -73,7 +73,7 @@ def split_indices(labels: tuple[str, ...], split: str) -> np.ndarray:
     for c in sorted(set(labels)):
         idx = np.flatnonzero(labels_arr == c)
         rng.shuffle(idx)
-        test.extend(idx[: int(round(TEST_FRACTION * idx.size))].tolist())
+        test.extend(idx[: round(TEST_FRACTION * idx.size)].tolist())
     is_test = np.zeros(len(labels), dtype=bool)
     is_test[test] = True
     if split == "test":

@@ -68,7 +68,7 @@ def candidate_sets(unigram: dict, sampling: str, keep: float) -> dict:
     clipped = np.maximum(np.stack([unigram[c] for c in classes]), 0.0)
     mean = clipped.mean(axis=0)
     ratio = np.divide(clipped, mean, out=np.zeros_like(clipped), where=mean > 0)
-    k = max(1, int(round(keep * n_terms)))
+    k = max(1, round(keep * n_terms))
     out = {}
     for i, c in enumerate(classes):
         order = np.argsort(-ratio[i], kind="stable")[:k]
