@@ -110,6 +110,8 @@ class KeyphraseSeeder:
     label_counts_: dict | None = field(init=False, repr=False, default=None)
     class_signal_: list[ClassSignal] = field(init=False, repr=False)
     sampling_stats_: SamplingStats = field(init=False, repr=False)
+    embeddings_: np.ndarray = field(init=False, repr=False)  # of the released vocabulary
+    candidates_: dict = field(init=False, repr=False)  # per class, indices into it
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
@@ -197,8 +199,8 @@ class KeyphraseSeeder:
         self.sketches_ = release_sketches(by_class, embeddings, features,
                                           self._noise("kde", self.epsilon_kde), self.ledger_,
                                           max_windows=self.windows_per_doc)
-        self._embeddings = embeddings
-        self._candidates = candidate_sets(unigram_scores(self.sketches_, embeddings),
+        self.embeddings_ = embeddings
+        self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
                                           self.sampling, self.contrastive_keep)
         return self
 
@@ -306,17 +308,17 @@ class KeyphraseSeeder:
         self.sampling_stats_ = SamplingStats()
         out: list[KeyphraseSequence] = []
         vocab = np.asarray(self.released_vocabulary_, dtype=object)
-        scores = unigram_scores(self.sketches_, self._embeddings) if self.method == "independent" \
+        scores = unigram_scores(self.sketches_, self.embeddings_) if self.method == "independent" \
             else None
         for label, n in self.class_sizes(n_per_class, total).items():
             if n <= 0:
                 continue
-            cand = self._candidates[label]
+            cand = self.candidates_[label]
             if self.method == "independent":
                 pos = sample_independent(scores[label][cand], n, self.length, rng,
                                          self.sampling_stats_)
             else:
-                pos = sample_iterative(self.sketches_, label, self._embeddings, cand, n,
+                pos = sample_iterative(self.sketches_, label, self.embeddings_, cand, n,
                                        self.length, rng, self.sampling_stats_)
             terms = vocab[cand[np.maximum(pos, 0)]]
             for row, valid in zip(terms, pos >= 0, strict=True):
