@@ -1,0 +1,154 @@
+"""Tokenisation and fast phrase extraction against a public vocabulary.
+
+A document is lowercased and split into word tokens (runs of Unicode letters
+and digits; underscores, apostrophes, hyphens and all other characters
+separate tokens). Terms are matched on whole tokens, leftmost-longest and
+non-overlapping, so "heart failure" matches in "Acute heart-failure." while
+"art" does not match in "heart".
+
+The matching is done by one Aho-Corasick automaton (pyahocorasick), not by a
+Python loop over tokens: the tokens of a document are joined with two spaces
+and padded with one space at each end (" acute  heart  failure "), and every
+term is stored the same way (" heart  failure "). A stored term can then only
+match at token boundaries, two consecutive matches never share a character,
+and ``iter_long`` gives leftmost-longest matches.
+
+Measured on a 2-core machine with the ``english`` vocabulary (257k terms;
+building the automaton takes about 1 s and is done once, lazily):
+health tweets (63,326 short texts) about 0.3 s, BBC News (2,225 articles,
+~0.9M tokens) about 0.9 s for all terms (see ``benchmarks`` in the report).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["PhraseExtractor", "normalize_phrase", "tokenize"]
+
+# A token is a run of Unicode letters or digits: \w without the underscore.
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase ``text`` and split it into word tokens (Unicode letters/digits)."""
+    return _TOKEN_RE.findall(text.lower())
+
+
+def normalize_phrase(text: str) -> str:
+    """The canonical form of a phrase: its tokens joined by single spaces."""
+    return " ".join(tokenize(text))
+
+
+def _padded(tokens: Iterable[str]) -> str:
+    """Tokens as the automaton sees them: ``" a  b  c "``."""
+    return " " + "  ".join(tokens) + " "
+
+
+_EMPTY = np.zeros(0, dtype=np.int32)
+
+
+class PhraseExtractor:
+    """Find occurrences of a fixed list of terms in texts.
+
+    ``terms`` must already be normalised (``normalize_phrase(t) == t``) and
+    distinct; term ``i`` is reported as index ``i``. The automaton is built on
+    first use (and rebuilt after unpickling, so an extractor is cheap to ship
+    to worker processes).
+    """
+
+    def __init__(self, terms: Sequence[str]):
+        self.terms: tuple[str, ...] = tuple(terms)
+        self._automaton = None
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def __repr__(self) -> str:
+        return f"PhraseExtractor({len(self.terms)} terms)"
+
+    def __getstate__(self) -> dict:
+        return {"terms": self.terms}
+
+    def __setstate__(self, state: dict) -> None:
+        self.terms = state["terms"]
+        self._automaton = None
+
+    # -- building -----------------------------------------------------------------
+    def _build(self):
+        import ahocorasick  # a core dependency; imported here to keep import time low
+
+        automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        for i, term in enumerate(self.terms):
+            if not term or term != normalize_phrase(term):
+                raise ValueError(
+                    f"term {i} ({term!r}) is not normalised; pass normalize_phrase(term)"
+                )
+            if not automaton.add_word(_padded(term.split(" ")), i):
+                raise ValueError(f"term {i} ({term!r}) appears more than once")
+        if len(automaton) > 0:
+            automaton.make_automaton()
+        self._automaton = automaton
+        return automaton
+
+    def _matches(self, text: str):
+        """Iterator over ``(end, index)`` of leftmost-longest matches in ``text``."""
+        automaton = self._automaton if self._automaton is not None else self._build()
+        if len(automaton) == 0:
+            return iter(())
+        return automaton.iter_long(_padded(tokenize(text)))
+
+    # -- extraction ---------------------------------------------------------------
+    def extract(self, text: str) -> np.ndarray:
+        """Indices (int32) of all term occurrences in order of appearance."""
+        found = [index for _, index in self._matches(text)]
+        return np.array(found, dtype=np.int32) if found else _EMPTY.copy()
+
+    def first_distinct(self, text: str, k: int) -> np.ndarray:
+        """The first ``k`` distinct term indices in order of first appearance.
+
+        This bounds a document's contribution to a vocabulary histogram by ``k``
+        (DP-KPS, appendix B.1).
+        """
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        seen: dict[int, None] = {}
+        if k > 0:
+            for _, index in self._matches(text):
+                if index not in seen:
+                    seen[index] = None
+                    if len(seen) >= k:
+                        break
+        return np.fromiter(seen, dtype=np.int32, count=len(seen))
+
+    def extract_many(
+        self,
+        texts: Sequence[str],
+        *,
+        max_terms: int | None = None,
+        distinct: bool = False,
+    ) -> list[np.ndarray]:
+        """``extract`` (or ``first_distinct`` when ``distinct``) over many texts.
+
+        ``max_terms`` keeps only the first ``max_terms`` indices of each text
+        (the first ``max_terms`` distinct ones when ``distinct``).
+        """
+        if max_terms is not None and max_terms < 0:
+            raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        if distinct:
+            k = len(self.terms) if max_terms is None else max_terms
+            return [self.first_distinct(text, k) for text in texts]
+        if max_terms is None:
+            return [self.extract(text) for text in texts]
+        out = []
+        for text in texts:
+            found = []
+            if max_terms > 0:
+                for _, index in self._matches(text):
+                    found.append(index)
+                    if len(found) >= max_terms:
+                        break
+            out.append(np.array(found, dtype=np.int32) if found else _EMPTY.copy())
+        return out
