@@ -129,6 +129,16 @@ def test_rejects_unnormalised_or_duplicate_terms():
         PhraseExtractor(["heart", "heart"]).extract("heart")
 
 
+def test_match_pending_at_end_of_text():
+    # pyahocorasick's iter_long misses these (a shorter term inside a failed longer one).
+    ex = PhraseExtractor(["a", "b a a"])
+    assert terms_of(ex, ex.extract("b a")) == ["a"]
+    assert terms_of(ex, ex.extract("b a b a a")) == ["a", "b a a"]
+    ex = PhraseExtractor(["a a a", "c", "a a", "a b c a", "b c a"])
+    assert terms_of(ex, ex.extract("a b c")) == ["c"]
+    assert terms_of(ex, ex.extract("a b c a a a")) == ["a b c a", "a a"]
+
+
 def test_pickles_without_automaton(ex):
     ex.extract("heart")  # build
     clone = pickle.loads(pickle.dumps(ex))
@@ -175,6 +185,22 @@ def test_extract_matches_reference(terms, text):
     for i in got:
         assert 0 <= i < len(terms)
         assert f" {terms[i]} " in padded  # a word-bounded substring of the normalised text
+
+
+dense_word = st.sampled_from(["a", "b", "c"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    terms=st.lists(
+        st.lists(dense_word, min_size=1, max_size=5).map(" ".join), max_size=15, unique=True
+    ),
+    text=st.lists(dense_word, max_size=30).map(" ".join),
+)
+def test_extract_matches_reference_dense(terms, text):
+    # Few distinct words: long terms share prefixes and contain each other.
+    ex = PhraseExtractor(terms)
+    assert list(ex.extract(text)) == reference_extract(terms, text)
 
 
 @settings(max_examples=200, deadline=None)

@@ -270,7 +270,10 @@ def _icd10_names() -> Iterator[str]:
         )
     import simple_icd_10_cm as icd10
 
-    for code in icd10.get_all_codes(with_dots=True):
+    with warnings.catch_warnings():  # it loads its data with deprecated importlib APIs
+        warnings.simplefilter("ignore", DeprecationWarning)
+        codes = icd10.get_all_codes(with_dots=True)
+    for code in codes:
         yield icd10.get_description(code)
         yield from icd10.get_inclusion_term(code)
 
