@@ -19,7 +19,12 @@ CACHE_ENV = "DPTEXT_CACHE"
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Phrases in, an ``(n, dim)`` float32 array with L2-normalised rows out."""
+    """Phrases in, an ``(n, dim)`` float32 array with L2-normalised rows out.
+
+    Rows come in input order; ``encode([])`` is a ``(0, dim)`` array. One exception
+    to unit norm: a phrase a static model cannot represent at all (``model2vec``:
+    none of its tokens is known, e.g. ``""``) gets an all-zero row.
+    """
 
     name: str
 
