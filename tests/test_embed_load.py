@@ -153,3 +153,23 @@ def test_corrupt_mpnet_parts(monkeypatch, tmp_path):
     monkeypatch.setattr(models_mod, "mpnet_part_files", lambda: [bad])
     with pytest.raises(InputError, match="valid zip"):
         models_mod.mpnet_path(tmp_path / "models")
+
+
+def test_import_is_light():
+    """`import dptext.embed` (e.g. for `dptext --help`) must not import torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dptext.embed; "
+        "print([m for m in ('torch', 'sentence_transformers', 'model2vec') if m in sys.modules])"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": src, "PATH": ""},
+    )
+    assert out.stdout.strip() == "[]"
