@@ -157,6 +157,7 @@ def test_corrupt_mpnet_parts(monkeypatch, tmp_path):
 
 def test_import_is_light():
     """`import dptext.embed` (e.g. for `dptext --help`) must not import torch."""
+    import os
     import subprocess
     import sys
 
@@ -170,6 +171,6 @@ def test_import_is_light():
         capture_output=True,
         text=True,
         check=True,
-        env={"PYTHONPATH": src, "PATH": ""},
+        env={**os.environ, "PYTHONPATH": src},
     )
     assert out.stdout.strip() == "[]"
