@@ -180,8 +180,8 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
 
         step("embedding the released vocabulary")
-        embedder = self.embedder if hasattr(self.embedder, "encode") else load_embedder(
-            self.embedder, cache_dir=self.cache_dir)
+        embedder = load_embedder(self.embedder, cache_dir=self.cache_dir) if isinstance(
+            self.embedder, str) else self.embedder
         embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                           dtype=np.float32)
 
