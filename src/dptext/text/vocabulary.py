@@ -61,7 +61,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -91,7 +91,6 @@ class PublicVocabulary:
 
     name: str
     terms: tuple[str, ...]
-    _extractor: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -101,9 +100,11 @@ class PublicVocabulary:
 
     def extractor(self) -> PhraseExtractor:
         """The phrase extractor for these terms (built once, then cached)."""
-        if not self._extractor:
-            self._extractor.append(PhraseExtractor(self.terms))
-        return self._extractor[0]
+        cached = self.__dict__.get("_extractor")
+        if cached is None:
+            cached = PhraseExtractor(self.terms)
+            object.__setattr__(self, "_extractor", cached)  # a cache, not a field
+        return cached
 
 
 # -- helpers ----------------------------------------------------------------------
