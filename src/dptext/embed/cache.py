@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dptext.embed.base import Embedder, check_phrases, unit_rows
+from dptext.corpus import InputError
+from dptext.embed.base import CACHE_ENV, Embedder, check_phrases, unit_rows
 
 DB_NAME = "embeddings.sqlite"
 _CHUNK = 500  # phrases per SELECT ... IN (...) (old sqlite builds allow 999 variables)
@@ -63,13 +64,21 @@ class CachedEmbedder:
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         # one short-lived connection per call: safe across threads and forked workers
-        if not self._ready:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=60)) as con:
+        try:
+            if not self._ready:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(self.path, timeout=60)
             if not self._ready:
                 con.execute("PRAGMA journal_mode=WAL")
                 con.executescript(_SCHEMA)
                 self._ready = True
+        except (OSError, sqlite3.Error) as e:
+            raise InputError(
+                f"cannot use the embedding cache {str(self.path)!r} ({e}); point "
+                f"${CACHE_ENV} (or the cache_dir option) at a writable folder, or turn "
+                "the cache off"
+            ) from e
+        with closing(con):
             yield con
 
     @property

