@@ -216,3 +216,37 @@ def test_real_smollm2_trains_a_few_dp_steps():
     assert gen.module_.lm.config.hidden_size == 576  # SmolLM2-135M
     docs = gen.generate(2, sampling=SamplingConfig(max_new_tokens=8))
     assert len(docs) == 2 and all(isinstance(d["text"], str) for d in docs)
+
+
+def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
+    import json
+
+    from dptext.generators.dpft import DPFTConfig, SamplingConfig
+    from dptext.generators.dpft.run import run_dir_for, run_dpft
+    from dptext.reporting import report_path
+
+    out = tmp_path / "synth.jsonl"
+    kw = dict(epsilon=8.0, n_documents=5, config=DPFTConfig(epochs=0.3, batch_size=8,
+                                                            max_length=16),
+              sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False, chunk=2)
+    rep = run_dpft(_corpus(), out, base=tiny(), **kw)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 5 and all({"text", "label"} <= set(x) for x in lines)
+    saved = json.loads(report_path(out).read_text())
+    assert saved["guarantee"]["epsilon"] == pytest.approx(rep["guarantee"]["epsilon"])
+    assert saved["guarantee"]["epsilon"] <= 8.0
+    # an interrupted generation continues: drop the last journal lines and re-run
+    journal = run_dir_for(out) / "generated.jsonl"
+    journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines()[:2]))
+    run_dpft(_corpus(), out, base=tiny(), **kw)
+    assert [json.loads(x) for x in out.read_text().splitlines()][:2] == lines[:2]
+    assert len(out.read_text().splitlines()) == 5
+
+
+def test_cli_lists_dpft():
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+
+    res = CliRunner().invoke(app, ["dpft", "--help"])
+    assert res.exit_code == 0 and "--epsilon" in res.output

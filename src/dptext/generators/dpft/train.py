@@ -21,6 +21,7 @@ import json
 import math
 import secrets
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -145,6 +146,17 @@ def train(module: DPFTModule, tok, docs: list[tuple[list[int], int]], plan: Trai
           labels: Sequence[int] | None = None, checkpoint_dir: Path | None = None,
           live_epsilon: Callable[[int], float] | None = None, progress: bool = True) -> dict:
     """Run (or resume) the planned DP-SGD steps; returns a small training log."""
+    with warnings.catch_warnings():
+        for msg in ("Full backward hook", "is_gradient_checkpointing", "Optimal order",
+                    "Using a non-full backward hook"):
+            warnings.filterwarnings("ignore", message=msg)
+        return _train(module, tok, docs, plan, cfg, cls_docs=cls_docs, labels=labels,
+                      checkpoint_dir=checkpoint_dir, live_epsilon=live_epsilon,
+                      progress=progress)
+
+
+def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, live_epsilon,
+           progress) -> dict:
     from opacus import GradSampleModule
     from opacus.optimizers import DPOptimizer
 
