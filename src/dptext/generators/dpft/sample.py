@@ -38,7 +38,7 @@ class PPLMConfig:
 
 
 def prompt_ids(tok, codes: str, with_codes: bool = True) -> list[int]:
-    ids = [tok.bos_token_id]
+    ids = [tok.dpft_bos_id]
     if with_codes:
         ids += tok(codes, add_special_tokens=False).input_ids
     return [*ids, tok.dpft_sep_id]

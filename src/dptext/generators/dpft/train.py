@@ -65,7 +65,7 @@ def encode(tok, code_strings: Sequence[str], texts: Sequence[str], max_length: i
     """Token ids of ``[BOS]codes[SEP]text[EOS]`` (truncated) and where the text starts."""
     out = []
     for codes, text in zip(code_strings, texts, strict=True):
-        head = [tok.bos_token_id]
+        head = [tok.dpft_bos_id]
         if with_codes:
             head += tok(codes, add_special_tokens=False).input_ids
         head.append(tok.dpft_sep_id)
