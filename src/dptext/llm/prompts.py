@@ -202,12 +202,14 @@ def clean_completion(text: str, truncated: bool | None = None) -> str:
         if new == t:
             break
         t = new
-    if truncated is None:
-        truncated = bool(t) and t[-1] not in ".!?…)]\"'”’*"
+    guessed = truncated is None
+    if guessed:
+        truncated = bool(t) and t[-1] not in ".!?…)]\"'”’*" and t[-1] not in "0123456789"
     if truncated and t:
         ends = [m.end() for m in _SENTENCE_END.finditer(t + " ")]
         last = max((e for e in ends if e <= len(t) + 1), default=0)
-        if last >= len(t) // 3:  # keep a cut only when it keeps most of the document
+        # when only guessing, cut only if it keeps most of the document
+        if last and (not guessed or last >= len(t) // 3):
             t = t[:last].rstrip()
     return t
 

@@ -21,6 +21,14 @@ from dptext.llm.journal import Journal, PromptCache
 from dptext.llm.types import Completion, Prompt
 
 
+class RetriesExhaustedError(LLMError):
+    """A prompt kept failing with retryable errors; other prompts may still succeed."""
+
+
+#: stop submitting new prompts after this many prompts exhausted their retries
+MAX_EXHAUSTED = 5
+
+
 @dataclass
 class RetryPolicy:
     max_retries: int = 6
@@ -53,7 +61,8 @@ def call_with_retries(backend: LLMBackend, prompt: Prompt, policy: RetryPolicy,
             return backend.complete([prompt])[0]
         except RetryableLLMError as e:
             if attempt >= policy.max_retries:
-                raise LLMError(f"gave up after {attempt + 1} attempts: {e}") from None
+                raise RetriesExhaustedError(f"gave up after {attempt + 1} attempts: {e}") \
+                    from None
             if stats is not None:
                 stats.retries += 1
             policy.sleep(policy.delay(attempt, e.retry_after))
@@ -137,13 +146,14 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
 
     workers = max(1, min(concurrency, getattr(backend, "max_concurrency", concurrency)))
     failures: list[BaseException] = []
+    stop = [False]
     pending_items = iter(todo.items())
     try:
         with ThreadPoolExecutor(workers) as pool:
             running: set[Future] = set()
 
             def fill() -> None:
-                while len(running) < workers * 2 and not failures:
+                while len(running) < workers * 2 and not stop[0]:
                     item = next(pending_items, None)
                     if item is None:
                         return
@@ -158,6 +168,10 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
                         k, c = f.result()
                     except LLMError as e:
                         failures.append(e)
+                        exhausted = sum(isinstance(x, RetriesExhaustedError) for x in failures)
+                        if not isinstance(e, RetriesExhaustedError) or \
+                                exhausted >= MAX_EXHAUSTED:
+                            stop[0] = True
                         continue
                     with lock:
                         results[k] = c
