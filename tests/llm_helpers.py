@@ -82,7 +82,7 @@ sys.path.insert(0, sys.argv[3])
 from dptext.llm.local import start_xllamacpp_server
 from dptext.llm.models import resolve_model_path
 s = start_xllamacpp_server(resolve_model_path(sys.argv[1]), n_ctx=2048,
-                           n_parallel=int(sys.argv[4]))
+                           n_parallel=int(sys.argv[4]), threads=1)
 print(s.listening_address, flush=True)
 time.sleep(float(sys.argv[2]))   # stops by itself
 """

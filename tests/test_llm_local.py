@@ -21,12 +21,12 @@ SEQS = [Seq("a", ["fever", "cough", "antibiotics"]), Seq("b", ["fracture", "ankl
 
 
 def test_local_backend_writes_documents(tmp_path):
-    b = make_backend("local:smollm2-135m")
-    builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=80))
+    b = make_backend("local:smollm2-135m", threads=1)
+    builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=48))
     docs = generate_documents(SEQS, b, builder, DocumentOptions(seed=1), Journal(tmp_path / "j"))
     assert all(len(d.text) > 20 for d in docs)
     # same seed, fresh backend and no journal: same documents (seeded local sampling)
-    again = generate_documents(SEQS, make_backend("local:smollm2-135m"), builder,
+    again = generate_documents(SEQS, make_backend("local:smollm2-135m", threads=1), builder,
                                DocumentOptions(seed=1))
     assert [d.text for d in again] == [d.text for d in docs]
     b.close()
@@ -34,7 +34,7 @@ def test_local_backend_writes_documents(tmp_path):
 
 def test_local_path_spec():
     path = resolve_model_path("smollm2-135m")
-    b = make_backend(f"local:{path}")
+    b = make_backend(f"local:{path}", threads=1)
     [c] = b.complete([PromptBuilder("note", params=SamplingParams(max_tokens=16)).build(["x"])])
     assert c.text and c.completion_tokens
 
