@@ -40,7 +40,7 @@ class ScriptedServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 seen = Seen("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
                             body)

@@ -8,8 +8,15 @@ import logging
 
 import pytest
 
-from dptext.llm import (LLMError, Prompt, PromptBuilder, RetryPolicy, SamplingParams,
-                        make_backend, run_prompts)
+from dptext.llm import (
+    LLMError,
+    Prompt,
+    PromptBuilder,
+    RetryPolicy,
+    SamplingParams,
+    make_backend,
+    run_prompts,
+)
 from dptext.llm.anthropic import sigv4_headers
 from dptext.llm.errors import BackendSpecError, RetryableLLMError
 from dptext.llm.secrets import Secret

@@ -1,7 +1,6 @@
 import json
 
-from dptext.llm import (Completion, DocumentOptions, Journal, PromptBuilder, PromptCache,
-                        run_prompts)
+from dptext.llm import Completion, DocumentOptions, Journal, PromptBuilder, PromptCache, run_prompts
 from dptext.llm.documents import generate_documents
 from dptext.llm.recording import RecordingBackend
 

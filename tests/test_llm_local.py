@@ -3,8 +3,15 @@
 
 import pytest
 
-from dptext.llm import (DocumentOptions, Journal, PromptBuilder, SamplingParams,
-                        generate_documents, make_backend, run_prompts)
+from dptext.llm import (
+    DocumentOptions,
+    Journal,
+    PromptBuilder,
+    SamplingParams,
+    generate_documents,
+    make_backend,
+    run_prompts,
+)
 from dptext.llm.models import CATALOGUE, resolve_model_path
 from llm_helpers import LlamaServer, has_module
 

@@ -1,7 +1,15 @@
 import pytest
 
-from dptext.llm import (FewShotExample, PromptBuilder, PromptTemplate, SamplingParams,
-                        TemplateError, clean_completion, keyphrase_coverage, load_few_shot)
+from dptext.llm import (
+    FewShotExample,
+    PromptBuilder,
+    PromptTemplate,
+    SamplingParams,
+    TemplateError,
+    clean_completion,
+    keyphrase_coverage,
+    load_few_shot,
+)
 
 
 def test_default_prompt_is_the_papers_generic_prompt():
@@ -35,7 +43,7 @@ def test_user_template_from_file(tmp_path):
     assert user == "A ticket using a, b (2 terms). {literal}"
     bad = tmp_path / "bad.json"
     bad.write_text('{"user": "no terms here"}')
-    with pytest.raises(TemplateError, match="bad.json"):
+    with pytest.raises(TemplateError, match=r"bad\.json"):
         PromptTemplate.from_file(bad)
 
 
@@ -69,6 +77,8 @@ def test_sampling_params_travel_with_the_prompt():
     ("Patient is well.\n\nI hope this helps! Let me know if you need changes.",
      "Patient is well."),
     ("```\nPatient is well.\n```", "Patient is well."),
+    ('"Patient is well.', "Patient is well."),
+    ('"Well," he said.', '"Well," he said.'),
     ("Patient is well and resting comfortably. Follow up with the cardi",
      "Patient is well and resting comfortably."),
     ("Vitals:\n- BP 120/80\n- HR 70", "Vitals:\n- BP 120/80\n- HR 70"),

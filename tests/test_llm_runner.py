@@ -3,8 +3,16 @@ import time
 
 import pytest
 
-from dptext.llm import (DocumentOptions, Journal, LLMError, PromptBuilder, RetryPolicy,
-                        RunStats, generate_documents, run_prompts)
+from dptext.llm import (
+    DocumentOptions,
+    Journal,
+    LLMError,
+    PromptBuilder,
+    RetryPolicy,
+    RunStats,
+    generate_documents,
+    run_prompts,
+)
 from dptext.llm.errors import RetryableLLMError
 from dptext.llm.recording import RecordingBackend
 from dptext.llm.types import Completion

@@ -202,6 +202,8 @@ def clean_completion(text: str, truncated: bool | None = None) -> str:
         if new == t:
             break
         t = new
+    if t[:1] in "\"“" and t.count('"') + t.count("“") + t.count("”") == 1:
+        t = t[1:].lstrip()  # an unmatched opening quote
     guessed = truncated is None
     if guessed:
         truncated = bool(t) and t[-1] not in ".!?…)]\"'”’*" and t[-1] not in "0123456789"
