@@ -82,7 +82,7 @@ sys.path.insert(0, sys.argv[3])
 from dptext.llm.local import start_xllamacpp_server
 from dptext.llm.models import resolve_model_path
 s = start_xllamacpp_server(resolve_model_path(sys.argv[1]), n_ctx=2048,
-                           n_parallel=int(sys.argv[4]), threads=1)
+                           n_parallel=int(sys.argv[4]), threads=int(sys.argv[5]))
 print(s.listening_address, flush=True)
 time.sleep(float(sys.argv[2]))   # stops by itself
 """
@@ -92,15 +92,17 @@ class LlamaServer:
     """xllamacpp serving a GGUF model over HTTP on loopback, in a child process."""
 
     def __init__(self, model: str = "smollm2-135m", max_seconds: float = 300,
-                 n_parallel: int = 1) -> None:
+                 n_parallel: int = 1, threads: int = 1) -> None:
         pytest.importorskip("xllamacpp")
         self.model, self.max_seconds, self.n_parallel = model, max_seconds, n_parallel
+        self.threads = threads
 
     def __enter__(self) -> LlamaServer:
         src = os.path.join(os.path.dirname(__file__), "..", "src")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _SERVE, self.model, str(self.max_seconds), src,
-             str(self.n_parallel)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             str(self.n_parallel), str(self.threads)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline().strip()
         if not line:
             self.proc.kill()
