@@ -215,10 +215,10 @@ def generate(
                 bandwidth=bandwidth, sampling=sampling, labels=declared,
                 epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
             seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
+            notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
             del corpus  # nothing below touches private data
             ledger = seeder.ledger_
             params = seeder_parameters(seeder)
-            notes = [] if declared or label_column is None else [LABELS_FROM_DATA]
             run_seed = seed if seed is not None else _secrets.randbits(31)
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 ``--llm local:qwen2.5-0.5b`` (catalogue alias, see ``models.py``) or
 ``--llm local:/path/to/model.gguf``. One completion at a time; ``threads`` defaults to the
-number of CPU cores available to the process.
+number of CPU cores available to the process (``$DPTEXT_LLM_THREADS`` overrides).
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ from dptext.llm.types import Completion, Prompt
 
 
 def _cores() -> int:
+    """``$DPTEXT_LLM_THREADS`` if set, else the cores available to this process. On a
+    machine shared with other busy processes, fewer threads than cores is often faster
+    (llama.cpp threads spin while waiting for each other)."""
+    if os.environ.get("DPTEXT_LLM_THREADS", "").isdigit():
+        return max(1, int(os.environ["DPTEXT_LLM_THREADS"]))
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
