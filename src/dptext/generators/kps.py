@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from dptext.corpus import Corpus, InputError
 from dptext.kde.rff import FourierFeatures
@@ -38,6 +39,7 @@ from dptext.privacy import (
     NOISE_KINDS,
     NoiseSpec,
     PrivacyLedger,
+    Release,
     Sensitivity,
     gaussian_noise_multiplier,
     release,
@@ -45,6 +47,23 @@ from dptext.privacy import (
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
+
+
+def noise_floor(released: Release, size: int, false_terms: float) -> float:
+    """Noisy count above which ≤ ``false_terms`` zero-count terms are expected to lie.
+
+    Top-N of a noisy histogram over a large public vocabulary is mostly terms whose
+    true count is 0 but whose noise is the largest of ``size`` draws. Keeping only
+    terms above this floor is post-processing of the released histogram (no privacy
+    cost) and uses only the recorded noise scale. ``false_terms >= size`` keeps all
+    (the paper's plain top-N).
+    """
+    p = min(false_terms / size, 1.0)
+    if p >= 0.5:
+        return -math.inf
+    if released.mechanism == "laplace":  # P(X > t) = exp(-t/b) / 2
+        return released.noise_scale * math.log(1.0 / (2.0 * p))
+    return released.noise_scale * float(stats.norm.isf(p))
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,7 @@ class KeyphraseSeeder:
     kde_noise: str = "gaussian"
     terms_per_doc: int = 10
     vocab_size: int = 1000
+    vocab_noise_terms: float = 1.0
     method: str = "iterative"
     ensemble: str = "log"
     length: int = 10
@@ -137,6 +157,8 @@ class KeyphraseSeeder:
                                      ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if not (math.isfinite(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+            raise ValueError("vocab_noise_terms must be a finite number >= 0")
         if not 0 < self.contrastive_keep <= 1:
             raise ValueError("contrastive_keep must be in (0, 1]")
         if self._gaussian_stages() and not (0 < self.delta < 1):
@@ -180,8 +202,8 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
 
         step("embedding the released vocabulary")
-        embedder = self.embedder if hasattr(self.embedder, "encode") else load_embedder(
-            self.embedder, cache_dir=self.cache_dir)
+        embedder = load_embedder(self.embedder, cache_dir=self.cache_dir) if isinstance(
+            self.embedder, str) else self.embedder
         embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                           dtype=np.float32)
 
@@ -201,7 +223,8 @@ class KeyphraseSeeder:
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
-                                          self.sampling, self.contrastive_keep)
+                                          self.sampling, self.contrastive_keep,
+                                          min_keep=2 * self.length)
         return self
 
     def _class_labels(self, corpus: Corpus) -> list[str | None]:
@@ -231,7 +254,15 @@ class KeyphraseSeeder:
         noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
                         ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
         top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
-        return tuple(vocab.terms[i] for i in top)
+        floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
+        kept = top[noisy[top] > floor]
+        if kept.size < self.length:  # too little signal: keep the top terms anyway
+            warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
+                          f"epsilon_vocab={self.epsilon_vocab}; keeping the top {self.length}. "
+                          "Raise --epsilon-vocab or use a smaller public vocabulary.",
+                          stacklevel=3)
+            kept = top[: self.length]
+        return tuple(vocab.terms[i] for i in kept)
 
     def _release_label_counts(self, corpus: Corpus, labels: list) -> dict:
         present = np.asarray(corpus.labels if corpus.labels is not None else [None] * len(corpus),
