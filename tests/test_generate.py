@@ -99,7 +99,7 @@ def _write_csv(path, corpus: Corpus) -> None:
 
 @pytest.fixture
 def model2vec_strings(monkeypatch):
-    """Let the CLI's embedder name reach load_embedder (and share one loaded model)."""
+    """Share one loaded model2vec embedder between the CLI runs of a test."""
     emb = _embedder()
     orig = KeyphraseSeeder.fit
 

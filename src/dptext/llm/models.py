@@ -47,7 +47,7 @@ CATALOGUE: dict[str, GGUFModel] = {
                   "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
     )
 }
-DEFAULT_LOCAL_MODEL = "qwen2.5-0.5b"
+DEFAULT_LOCAL_MODEL = "qwen2.5-1.5b"  # best quality of the three; see README
 TEST_LOCAL_MODEL = "smollm2-135m"
 
 
