@@ -31,3 +31,10 @@ def test_no_forbidden_import_statements_in_source():
         text = f.read_text()
         for name in FORBIDDEN:
             assert f"import {name}" not in text and f"from {name}" not in text, (f, name)
+
+
+def test_cli_default_llm_is_the_catalogue_default():
+    from dptext.cli.generate import DEFAULT_LLM
+    from dptext.llm.models import CATALOGUE, DEFAULT_LOCAL_MODEL
+
+    assert DEFAULT_LLM == f"local:{DEFAULT_LOCAL_MODEL}" and DEFAULT_LOCAL_MODEL in CATALOGUE

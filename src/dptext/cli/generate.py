@@ -11,9 +11,9 @@ corpus is not read again, and finished prompts are not repeated.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 import secrets as _secrets
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +24,7 @@ from dptext.cli.app import app, console
 
 LLM = "LLM"
 RUN = "Run"
-DEFAULT_LLM = "local:" + "qwen2.5-1.5b"  # = dptext.llm.models.DEFAULT_LOCAL_MODEL
+DEFAULT_LLM = "local:qwen2.5-1.5b"  # = "local:" + dptext.llm.models.DEFAULT_LOCAL_MODEL
 
 #: options that fix the DP release; --resume refuses to continue when one of them changed
 RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "vocab", "embedder",
