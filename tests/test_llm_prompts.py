@@ -78,6 +78,8 @@ def test_sampling_params_travel_with_the_prompt():
      "Patient is well."),
     ("```\nPatient is well.\n```", "Patient is well."),
     ('"Patient is well.', "Patient is well."),
+    ("[News Article Title]\n\nShares rose.", "Shares rose."),
+    ("Dose [5 mg] given.", "Dose [5 mg] given."),
     ('"Well," he said.', '"Well," he said.'),
     ("Patient is well and resting comfortably. Follow up with the cardi",
      "Patient is well and resting comfortably."),

@@ -179,6 +179,7 @@ _POSTAMBLE = re.compile(
     r"fictional|this (?:document|record|note) (?:is|was) (?:fictional|generated)|"
     r"(?:is there )?anything else)[^\n]*$",
     re.IGNORECASE)
+_PLACEHOLDER_LINE = re.compile(r"(?m)^\s*\[[^\]\n]{1,60}\]\s*$\n?")
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _SENTENCE_END = re.compile(r"[.!?…)\]\"'”’]\s")
 
@@ -202,6 +203,7 @@ def clean_completion(text: str, truncated: bool | None = None) -> str:
         if new == t:
             break
         t = new
+    t = _PLACEHOLDER_LINE.sub("", t).strip()  # template placeholders: "[News Article Title]"
     if t[:1] in "\"“" and t.count('"') + t.count("“") + t.count("”") == 1:
         t = t[1:].lstrip()  # an unmatched opening quote
     guessed = truncated is None
