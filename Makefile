@@ -1,7 +1,7 @@
 .PHONY: setup demo test lint bench
 PY := .venv/bin/python
 
-.venv/.setup-done: pyproject.toml requirements-data.txt scripts/setup.sh
+.venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
 	bash scripts/setup.sh
 	touch $@
 
