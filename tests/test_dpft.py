@@ -206,16 +206,31 @@ def test_filter_logits_top_k_and_top_p():
 
 
 @pytest.mark.slow
-def test_real_smollm2_trains_a_few_dp_steps():
-    """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps."""
-    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
+def test_real_smollm2_through_generate_method_dpft(tmp_path):
+    """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps, via
+    ``dptext generate --method dpft``, and the run writes documents and its report."""
+    import json
 
-    cfg = DPFTConfig(epochs=0.25, batch_size=4, max_length=24)
-    gen = DPFineTuneGenerator(8.0, config=cfg, seed=0, progress=False).fit(_corpus(16))
-    assert gen.plan_.steps >= 1 and all(np.isfinite(gen.train_log_["loss"]))
-    assert gen.module_.lm.config.hidden_size == 576  # SmolLM2-135M
-    docs = gen.generate(2, sampling=SamplingConfig(max_new_tokens=8))
-    assert len(docs) == 2 and all(isinstance(d["text"], str) for d in docs)
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+    from dptext.corpus import write_jsonl
+
+    c = _corpus(16)
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    res = CliRunner().invoke(app, [
+        "generate", "--method", "dpft", "--epsilon", "8", "-i", str(tmp_path / "in.jsonl"),
+        "--label-column", "label", "-o", str(out), "--total-sequences", "2", "--seed", "0",
+        "--no-progress"])
+    assert res.exit_code == 0, res.output
+    docs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(docs) == 2 and all(d["label"] in ("sport", "business") for d in docs)
+    rep = json.loads(out.with_name("out.privacy.json").read_text())
+    assert 0 < rep["guarantee"]["epsilon"] <= 8.0
+    train = next(r for r in rep["releases"] if r["mechanism"] == "dp-sgd")
+    assert train["dimension"] > 0 and train["steps"] >= 1
 
 
 def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
@@ -243,13 +258,16 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     assert len(out.read_text().splitlines()) == 5
 
 
-def test_cli_lists_dpft():
+def test_cli_lists_dpft_and_generate_needs_epsilon(tmp_path):
     from typer.testing import CliRunner
 
     from dptext.cli import app
 
     res = CliRunner().invoke(app, ["dpft", "--help"])
     assert res.exit_code == 0 and "--epsilon" in res.output
+    res = CliRunner().invoke(app, ["generate", "--method", "dpft", "-i", "demo:bbc-news/train",
+                                   "-o", str(tmp_path / "x.jsonl")])
+    assert res.exit_code != 0 and "--epsilon" in res.output
 
 
 def test_canary_scores_match_direct_likelihood(tiny):
@@ -290,3 +308,41 @@ def test_canary_insertion_counts():
     assert len(poisoned) == 8 + 111
     for k in canaries:
         assert poisoned.texts.count(k.text) == k.insertions
+
+
+def test_icl_reference_is_opt_in_and_labelled_not_private():
+    from dptext.generators.dpft.icl import ICL_NOT_PRIVATE, icl_reference, icl_report
+    from dptext.llm.recording import RecordingBackend
+
+    backend = RecordingBackend(answer=lambda p: " a new text ")
+    corpus = _corpus(8)
+    with pytest.raises(ValueError, match="NOT PRIVATE"):
+        icl_reference(corpus, 2, backend=backend)
+    docs = icl_reference(corpus, 4, backend=backend, not_private=True, shots=2,
+                         metadata_fields=["sex"], rng=np.random.default_rng(0))
+    assert all(d["private"] is False and d["privacy"] == ICL_NOT_PRIVATE for d in docs)
+    assert [d["text"] for d in docs] == ["a new text"] * 4
+    for d, p in zip(docs, backend.prompts, strict=True):
+        text = p.text()
+        # the target's codes are covered by at least one real example in the prompt
+        assert f"label: {d['label']}" in text.rsplit("codes:", 1)[0]
+        assert text.rstrip().endswith("text:")
+    rep = icl_report("test", {})
+    assert rep["guarantee"]["summary"] == ICL_NOT_PRIVATE
+
+
+def test_dpft_imports_llm_only_in_the_icl_reference():
+    import ast
+    from pathlib import Path
+
+    import dptext.generators.dpft as pkg
+
+    for f in Path(pkg.__file__).parent.glob("*.py"):
+        mods = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods.add(node.module)
+            elif isinstance(node, ast.Import):
+                mods.update(a.name for a in node.names)
+        uses_llm = any(m == "dptext.llm" or m.startswith("dptext.llm.") for m in mods)
+        assert uses_llm == (f.name == "icl.py"), f.name
