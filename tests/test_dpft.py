@@ -206,9 +206,9 @@ def test_filter_logits_top_k_and_top_p():
 
 
 @pytest.mark.slow
-def test_real_smollm2_through_generate_method_dpft(tmp_path):
-    """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps, via
-    ``dptext generate --method dpft``, and the run writes documents and its report."""
+def test_real_smollm2_through_the_cli(tmp_path):
+    """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps via
+    ``dptext dpft``, and the run writes documents and its report."""
     import json
 
     from typer.testing import CliRunner
@@ -221,9 +221,9 @@ def test_real_smollm2_through_generate_method_dpft(tmp_path):
                 tmp_path / "in.jsonl")
     out = tmp_path / "out.jsonl"
     res = CliRunner().invoke(app, [
-        "generate", "--method", "dpft", "--epsilon", "8", "-i", str(tmp_path / "in.jsonl"),
-        "--label-column", "label", "-o", str(out), "--total-sequences", "2", "--seed", "0",
-        "--no-progress"])
+        "dpft", "--epsilon", "8", "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
+        "-o", str(out), "--documents", "2", "--seed", "0", "--epochs", "0.25",
+        "--batch-size", "4", "--max-length", "24", "--max-new-tokens", "8", "--no-progress"])
     assert res.exit_code == 0, res.output
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(docs) == 2 and all(d["label"] in ("sport", "business") for d in docs)
@@ -268,6 +268,37 @@ def test_cli_lists_dpft_and_generate_needs_epsilon(tmp_path):
     res = CliRunner().invoke(app, ["generate", "--method", "dpft", "-i", "demo:bbc-news/train",
                                    "-o", str(tmp_path / "x.jsonl")])
     assert res.exit_code != 0 and "--epsilon" in res.output
+
+
+def test_generate_method_dpft_calls_run_dpft(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    import dptext.generators.dpft.run as run_mod
+    from dptext.cli import app
+    from dptext.corpus import write_jsonl
+
+    seen = {}
+
+    def fake(corpus, out, **kw):
+        seen.update(kw, n=len(corpus), out=out)
+        return {"parameters": {"documents": kw["n_documents"]},
+                "releases": [], "assumptions": [],
+                "guarantee": {"summary": "x", "method": "y"}}
+
+    monkeypatch.setattr(run_mod, "run_dpft", fake)
+    c = _corpus(6)
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                tmp_path / "in.jsonl")
+    res = CliRunner().invoke(app, [
+        "generate", "--method", "dpft", "--epsilon", "4", "--delta", "1e-6",
+        "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
+        "-o", str(tmp_path / "o.jsonl"), "--total-sequences", "3", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert seen["epsilon"] == 4.0 and seen["delta"] == 1e-6 and seen["n_documents"] == 3
+    assert seen["n"] == 6
+    json.dumps(seen, default=str)
 
 
 def test_canary_scores_match_direct_likelihood(tiny):
