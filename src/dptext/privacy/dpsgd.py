@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 
-from dptext.privacy.ledger import PrivacyLedger, Release, compose
+from dptext.privacy.ledger import Release, compose
 from dptext.privacy.mechanisms import NEIGHBOURING
 
 DPSGD_SENSITIVITY_REASON = (
@@ -119,7 +119,3 @@ def _rdp_sigma(epsilon_total, delta, sampling_rate, steps, prior, max_grad_norm,
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if eps(mid) > epsilon_total else (lo, mid)
     return hi
-
-
-def record_dp_sgd(ledger: PrivacyLedger, record: Release) -> None:
-    ledger.record(record)
