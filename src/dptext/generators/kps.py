@@ -189,6 +189,10 @@ class KeyphraseSeeder:
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         labels = self._class_labels(corpus)
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        index = corpus.class_indices()  # before any release: a refusal spends nothing
+        self.class_signal_ = self._check_class_sizes(
+            {c: len(index.get(c, ())) for c in labels}, len(blocks))
         self.ledger_ = PrivacyLedger()
 
         step("public vocabulary")
@@ -216,10 +220,8 @@ class KeyphraseSeeder:
             corpus.texts, max_terms=self.max_terms_per_doc or self.length, distinct=True)
         by_class = self._sequences_by_class(corpus, labels, sequences)
 
-        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng) for b in blocks]
-        self.class_signal_ = self._check_class_sizes(by_class, len(blocks))
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
                                           self._noise("kde", self.epsilon_kde), self.ledger_,
@@ -282,7 +284,7 @@ class KeyphraseSeeder:
         empty = np.empty(0, dtype=np.int64)
         return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
 
-    def _check_class_sizes(self, by_class: dict, n_sketches: int) -> list[ClassSignal]:
+    def _check_class_sizes(self, sizes: dict, n_sketches: int) -> list[ClassSignal]:
         """Warn (or refuse) when a class is too small for its sketch noise.
 
         Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
@@ -296,15 +298,14 @@ class KeyphraseSeeder:
         else:
             sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
         out, weak = [], []
-        for label, seqs in by_class.items():
-            n = sum(1 for s in seqs if len(s))
+        for label, n in sizes.items():
             snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
             out.append(ClassSignal(label, n, snr))
             if snr < 1:
                 weak.append((label, n, snr))
         if weak:
             worst = min(w[2] for w in weak)
-            listing = ", ".join(f"{lab!r} ({n} documents with keyphrases, signal/noise ≈ "
+            listing = ", ".join(f"{lab!r} ({n} documents, signal/noise ≈ "
                                 f"{snr:.2g})" for lab, n, snr in weak)
             advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
                       "use --method independent, or merge small classes.")
