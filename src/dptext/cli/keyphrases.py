@@ -34,7 +34,8 @@ def fit_seeder(corpus, *, seed: int | None, **params):
 
 def seeder_parameters(seeder) -> dict:
     """The public parameters of a fitted seeder, for the report."""
-    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise",
+    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
+             "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
              "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
@@ -55,8 +56,10 @@ def keyphrases(
     labels: o.Labels = None,
     vocab: o.Vocab = "english:20000",
     embedder: o.Embedder = "minilm",
-    epsilon_vocab: o.EpsVocab = 1.0,
-    epsilon_kde: o.EpsKde = 5.0,
+    epsilon_vocab: o.EpsVocab = None,
+    epsilon_kde: o.EpsKde = None,
+    epsilon: o.Epsilon = None,
+    vocab_share: o.VocabShare = 0.3,
     delta: o.Delta = 1e-5,
     vocab_noise: o.VocabNoise = "gaussian",
     kde_noise: o.KdeNoise = "gaussian",
@@ -95,8 +98,9 @@ def keyphrases(
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         console.print(f"read {corpus.source}: {len(corpus)} documents")
         seeder, rng = fit_seeder(
-            corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
-            epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
+            corpus, seed=seed, vocab=vocab, embedder=embedder, delta=delta,
+            vocab_share=vocab_share, **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
+            vocab_noise=vocab_noise, kde_noise=kde_noise,
             terms_per_doc=terms_per_doc, vocab_size=vocab_size,
             vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,

@@ -43,8 +43,18 @@ Vocab = Annotated[str, typer.Option(
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]
-EpsVocab = Annotated[float, typer.Option(help="ε for the DP vocabulary.", rich_help_panel=SEEDER)]
-EpsKde = Annotated[float, typer.Option(help="ε for the DP KDE sketches.", rich_help_panel=SEEDER)]
+EpsVocab = Annotated[float | None, typer.Option(
+    help="ε for the DP vocabulary (default 1 unless --epsilon is given).",
+    rich_help_panel=SEEDER)]
+EpsKde = Annotated[float | None, typer.Option(
+    help="ε for the DP KDE sketches (default 5 unless --epsilon is given).",
+    rich_help_panel=SEEDER)]
+Epsilon = Annotated[float | None, typer.Option(
+    help="Total ε of the run, split between vocabulary and sketches by --vocab-share "
+    "(Gaussian stages composed exactly); instead of --epsilon-vocab/--epsilon-kde.",
+    rich_help_panel=SEEDER)]
+VocabShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent on the vocabulary.", rich_help_panel=SEEDER)]
 Delta = Annotated[float, typer.Option(
     help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
 VocabNoise = Annotated[str, typer.Option(
@@ -78,6 +88,17 @@ EpsLabels = Annotated[float, typer.Option(
 AllowNoisy = Annotated[bool, typer.Option(
     help="Go on even when a class is far too small to carry signal.", rich_help_panel=SEEDER)]
 Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
+
+
+def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
+                   epsilon_kde: float | None) -> dict:
+    """Seeder budget arguments from the CLI's three ε options."""
+    if epsilon is not None:
+        if epsilon_vocab is not None or epsilon_kde is not None:
+            raise typer.BadParameter("give either --epsilon or --epsilon-vocab/--epsilon-kde")
+        return {"epsilon": epsilon}
+    return {"epsilon_vocab": 1.0 if epsilon_vocab is None else epsilon_vocab,
+            "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
 
 
 def parse_labels(labels: str | None) -> tuple[str, ...] | None:

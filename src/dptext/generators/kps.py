@@ -44,6 +44,7 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
+from dptext.privacy.budget import split_budget
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -102,9 +103,11 @@ class KeyphraseSeeder:
 
     vocab: Any = "english:20000"
     embedder: Any = "minilm"
-    epsilon_vocab: float = 1.0
-    epsilon_kde: float = 5.0
+    epsilon_vocab: float | None = 1.0
+    epsilon_kde: float | None = 5.0
     delta: float = 1e-5
+    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    vocab_share: float = 0.3
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
     terms_per_doc: int = 80
@@ -140,8 +143,13 @@ class KeyphraseSeeder:
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
-        positive("epsilon_vocab", self.epsilon_vocab)
-        positive("epsilon_kde", self.epsilon_kde)
+        if self.epsilon is None:
+            positive("epsilon_vocab", self.epsilon_vocab)
+            positive("epsilon_kde", self.epsilon_kde)
+        else:
+            positive("epsilon", self.epsilon)
+            if not 0 < self.vocab_share < 1:
+                raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
         positive("bandwidth", self.bandwidth)
         if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
@@ -171,12 +179,17 @@ class KeyphraseSeeder:
         return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
                 if k == "gaussian"]
 
-    def _noise(self, stage: str, epsilon: float) -> NoiseSpec:
-        """The one place where the run's δ is split: evenly over its Gaussian stages."""
-        kind = self.vocab_noise if stage == "vocab" else self.kde_noise
-        if kind == "laplace":
-            return NoiseSpec("laplace", epsilon)
-        return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
+    def noise_specs(self) -> dict[str, NoiseSpec]:
+        """The noise of each stage: from the total ε (split by ``split_budget``), or from
+        the per-stage ε with the run's δ split evenly over its Gaussian stages."""
+        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
+        if self.epsilon is not None:
+            return split_budget(self.epsilon, self.delta,
+                                {"vocab": self.vocab_share, "kde": 1 - self.vocab_share}, kinds)
+        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde}
+        n_gauss = len(self._gaussian_stages())
+        return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
+                for s, k in kinds.items()}
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
@@ -224,7 +237,7 @@ class KeyphraseSeeder:
                                          rng) for b in blocks]
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          self._noise("kde", self.epsilon_kde), self.ledger_,
+                                          self.noise_specs()["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
@@ -256,14 +269,14 @@ class KeyphraseSeeder:
         s = self.terms_per_doc
         sens = Sensitivity(l1=s, l2=math.sqrt(s),
                            reason=f"one document adds +1 to at most S={s} distinct terms")
-        noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
+        noisy = release(counts, sens, self.noise_specs()["vocab"],
                         ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
         top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
         floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
         kept = top[noisy[top] > floor]
         if kept.size < self.length:  # too little signal: keep the top terms anyway
             warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
-                          f"epsilon_vocab={self.epsilon_vocab}; keeping the top {self.length}. "
+                          f"{self.noise_specs()['vocab']}; keeping the top {self.length}. "
                           "Raise --epsilon-vocab or use a smaller public vocabulary.",
                           stacklevel=3)
             kept = top[: self.length]
@@ -292,7 +305,7 @@ class KeyphraseSeeder:
         This uses exact class sizes: it is advice to the curator, never released.
         """
         total = n_sketches * self.features
-        spec = self._noise("kde", self.epsilon_kde)
+        spec = self.noise_specs()["kde"]
         if spec.kind == "laplace":
             sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
         else:
