@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo synthetic test lint bench
 PY := .venv/bin/python
 
 .venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
@@ -8,9 +8,14 @@ PY := .venv/bin/python
 setup: .venv/.setup-done
 
 demo: setup
-	$(PY) -m dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
-	  --vocab english --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
+	.venv/bin/dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
+	  --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
 	  --method iterative --out out/sequences.jsonl
+
+synthetic: setup
+	$(PY) -m dptext generate --input demo:bbc-news/train --label-column label \
+	  --document-type "news article" --epsilon-vocab 1 --epsilon-kde 5 \
+	  --sequences-per-class 2 --out out/synthetic.jsonl
 
 test: setup
 	$(PY) -m pytest -q

@@ -38,7 +38,7 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
     seeder.fit(bbc_small, rng=np.random.default_rng(0))
     g = seeder.ledger_.guarantee()
     assert g.epsilon <= 7.0 + 1e-9 and g.delta == pytest.approx(1e-5)
-    assert [r.name for r in seeder.ledger_.releases][0].startswith("vocabulary histogram")
+    assert seeder.ledger_.releases[0].name.startswith("vocabulary histogram")
     assert sum(r.parallel_group is not None for r in seeder.ledger_.releases) == 5
     seqs = seeder.sample(20, rng=np.random.default_rng(1))
     n_releases = len(seeder.ledger_.releases)
@@ -133,7 +133,7 @@ def _vocab_samples(runs, epsilon):
         stats = []
         for _ in range(runs):
             seeder = KeyphraseSeeder(vocab=vocab, terms_per_doc=S, epsilon_vocab=epsilon,
-                                     vocab_size=len(WORDS))
+                                     vocab_size=len(WORDS), vocab_noise="laplace")
             seeder.ledger_ = PrivacyLedger()
             seeder._release_vocabulary(corpus, vocab)
             # read the noisy histogram back through the release function's input hook

@@ -37,7 +37,7 @@ def seeder_parameters(seeder) -> dict:
     names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels")
+             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
     return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
                                                  type(None)) else str(getattr(seeder, n))
             for n in names}
@@ -53,14 +53,14 @@ def keyphrases(
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = "english",
+    vocab: o.Vocab = "english:20000",
     embedder: o.Embedder = "minilm",
     epsilon_vocab: o.EpsVocab = 1.0,
     epsilon_kde: o.EpsKde = 5.0,
     delta: o.Delta = 1e-5,
-    vocab_noise: o.VocabNoise = "laplace",
+    vocab_noise: o.VocabNoise = "gaussian",
     kde_noise: o.KdeNoise = "gaussian",
-    terms_per_doc: o.TermsPerDoc = 10,
+    terms_per_doc: o.TermsPerDoc = 80,
     vocab_size: o.VocabSize = 1000,
     method: o.Method = "iterative",
     ensemble: o.Ensemble = "log",
@@ -68,6 +68,7 @@ def keyphrases(
     features: o.Features = 4000,
     bandwidth: o.Bandwidth = 1.0,
     sampling: o.Sampling = "contrastive",
+    vocab_noise_terms: o.VocabNoiseTerms = 10.0,
     epsilon_labels: o.EpsLabels = 0.0,
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
@@ -96,7 +97,8 @@ def keyphrases(
         seeder, rng = fit_seeder(
             corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
             epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
-            terms_per_doc=terms_per_doc, vocab_size=vocab_size, method=method,
+            terms_per_doc=terms_per_doc, vocab_size=vocab_size,
+            vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             allow_noisy_classes=allow_noisy_classes)

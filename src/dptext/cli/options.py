@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from dptext.cli.app import console
 
@@ -47,12 +48,16 @@ EpsKde = Annotated[float, typer.Option(help="ε for the DP KDE sketches.", rich_
 Delta = Annotated[float, typer.Option(
     help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
 VocabNoise = Annotated[str, typer.Option(
-    help="laplace (pure ε, the paper's) or gaussian ((ε, δ)).", rich_help_panel=SEEDER)]
+    help="gaussian ((ε, δ), the benchmarked default) or laplace (pure ε, the paper's).",
+    rich_help_panel=SEEDER)]
+VocabNoiseTerms = Annotated[float, typer.Option(
+    help="Keep only vocabulary terms above the noisy count this many zero-count terms are "
+    "expected to reach (inf: plain top-N, the paper's).", rich_help_panel=SEEDER)]
 KdeNoise = Annotated[str, typer.Option(
     help="gaussian (L2 sensitivity: far less noise, the benchmarked default) or laplace "
     "(pure ε, the paper's).", rich_help_panel=SEEDER)]
 TermsPerDoc = Annotated[int, typer.Option(
-    help="S: vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
+    help="S: distinct vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
 Method = Annotated[str, typer.Option(help="iterative or independent sequence generation.",
@@ -95,12 +100,13 @@ def user_errors():
         try:
             yield
         except (InputError, ValueError, BudgetExceededError) as e:
-            console.print(f"[bold red]error:[/bold red] {e}")
+            console.print(f"[bold red]error:[/bold red] {escape(str(e))}", soft_wrap=True)
             raise typer.Exit(2) from None
         finally:
             for w in caught:
                 if issubclass(w.category, UserWarning):
-                    console.print(f"[yellow]warning:[/yellow] {w.message}")
+                    console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}",
+                                  soft_wrap=True)
 
 
 def ensure_parent(path: Path) -> Path:

@@ -94,21 +94,22 @@ class ClassSignal:
 class KeyphraseSeeder:
     """DP-KPS estimator: ``fit`` on a private corpus, then ``sample`` sequences.
 
-    Defaults were chosen by ``benchmarks/bench_keyphrase_utility.py`` (see
-    docs/benchmarks.md); the paper's own setting is ``kde_noise="laplace",
-    sampling="proportional"``.
+    Defaults were chosen by measurement on BBC News (docs/method.md, and
+    ``benchmarks/bench_keyphrase_utility.py`` in docs/benchmarks.md); the paper's own
+    setting is ``vocab_noise="laplace", kde_noise="laplace", terms_per_doc=10,
+    sampling="proportional", vocab_noise_terms=inf, features=1000``.
     """
 
-    vocab: Any = "english"
+    vocab: Any = "english:20000"
     embedder: Any = "minilm"
     epsilon_vocab: float = 1.0
     epsilon_kde: float = 5.0
     delta: float = 1e-5
-    vocab_noise: str = "laplace"
+    vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
-    terms_per_doc: int = 10
+    terms_per_doc: int = 80
     vocab_size: int = 1000
-    vocab_noise_terms: float = 1.0
+    vocab_noise_terms: float = 10.0
     method: str = "iterative"
     ensemble: str = "log"
     length: int = 10
@@ -116,7 +117,7 @@ class KeyphraseSeeder:
     bandwidth: float = 1.0
     sampling: str = "contrastive"
     contrastive_keep: float = 0.1
-    max_terms_per_doc: int = 32
+    max_terms_per_doc: int | None = None  # None: the sequence length L
     windows_per_doc: int = 8
     labels: tuple[str, ...] | None = None
     epsilon_labels: float = 0.0
@@ -145,8 +146,7 @@ class KeyphraseSeeder:
         if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
-        for name in ("terms_per_doc", "vocab_size", "length", "features", "max_terms_per_doc",
-                     "windows_per_doc"):
+        for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -157,8 +157,11 @@ class KeyphraseSeeder:
                                      ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-        if not (math.isfinite(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
-            raise ValueError("vocab_noise_terms must be a finite number >= 0")
+        if self.max_terms_per_doc is not None and not (
+                isinstance(self.max_terms_per_doc, int) and self.max_terms_per_doc >= 1):
+            raise ValueError("max_terms_per_doc must be a positive integer or None")
+        if not self.vocab_noise_terms >= 0:  # inf allowed: the paper's plain top-N
+            raise ValueError("vocab_noise_terms must be >= 0")
         if not 0 < self.contrastive_keep <= 1:
             raise ValueError("contrastive_keep must be in (0, 1]")
         if self._gaussian_stages() and not (0 < self.delta < 1):
@@ -186,6 +189,10 @@ class KeyphraseSeeder:
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         labels = self._class_labels(corpus)
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        index = corpus.class_indices()  # before any release: a refusal spends nothing
+        self.class_signal_ = self._check_class_sizes(
+            {c: len(index.get(c, ())) for c in labels}, len(blocks))
         self.ledger_ = PrivacyLedger()
 
         step("public vocabulary")
@@ -210,13 +217,11 @@ class KeyphraseSeeder:
         step("document keyphrases")
         released = PublicVocabulary("released", self.released_vocabulary_)
         sequences = released.extractor().extract_many(
-            corpus.texts, max_terms=self.max_terms_per_doc, distinct=True)
+            corpus.texts, max_terms=self.max_terms_per_doc or self.length, distinct=True)
         by_class = self._sequences_by_class(corpus, labels, sequences)
 
-        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng) for b in blocks]
-        self.class_signal_ = self._check_class_sizes(by_class, len(blocks))
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
                                           self._noise("kde", self.epsilon_kde), self.ledger_,
@@ -279,7 +284,7 @@ class KeyphraseSeeder:
         empty = np.empty(0, dtype=np.int64)
         return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
 
-    def _check_class_sizes(self, by_class: dict, n_sketches: int) -> list[ClassSignal]:
+    def _check_class_sizes(self, sizes: dict, n_sketches: int) -> list[ClassSignal]:
         """Warn (or refuse) when a class is too small for its sketch noise.
 
         Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
@@ -293,15 +298,14 @@ class KeyphraseSeeder:
         else:
             sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
         out, weak = [], []
-        for label, seqs in by_class.items():
-            n = sum(1 for s in seqs if len(s))
+        for label, n in sizes.items():
             snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
             out.append(ClassSignal(label, n, snr))
             if snr < 1:
                 weak.append((label, n, snr))
         if weak:
             worst = min(w[2] for w in weak)
-            listing = ", ".join(f"{lab!r} ({n} documents with keyphrases, signal/noise ≈ "
+            listing = ", ".join(f"{lab!r} ({n} documents, signal/noise ≈ "
                                 f"{snr:.2g})" for lab, n, snr in weak)
             advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
                       "use --method independent, or merge small classes.")
