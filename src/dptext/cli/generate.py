@@ -192,6 +192,12 @@ def generate(
             ledger = PrivacyLedger.load(ledger_path)
             params, notes, run_seed = saved["parameters"], saved["notes"], saved["llm_seed"]
             console.print(f"resuming {run_dir}: {len(seqs)} saved sequences, no new DP noise")
+            if shots:  # few-shot examples may be new on resume: check them too
+                from dptext.corpus import read_corpus
+
+                _check_few_shot_not_private(shots, read_corpus(
+                    input, text_column=text_column, label_column=label_column, fmt=format,
+                    encoding=encoding, skip_invalid=skip_invalid))
         else:
             if run_dir.exists() and any(run_dir.iterdir()):
                 if not resume:
