@@ -1,7 +1,7 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo synthetic test lint bench
 PY := .venv/bin/python
 
-.venv/.setup-done: pyproject.toml requirements-data.txt scripts/setup.sh
+.venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
 	bash scripts/setup.sh
 	touch $@
 
@@ -11,6 +11,11 @@ demo: setup
 	.venv/bin/dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
 	  --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
 	  --method iterative --out out/sequences.jsonl
+
+synthetic: setup
+	$(PY) -m dptext generate --input demo:bbc-news/train --label-column label \
+	  --document-type "news article" --epsilon-vocab 1 --epsilon-kde 5 \
+	  --sequences-per-class 2 --out out/synthetic.jsonl
 
 test: setup
 	$(PY) -m pytest -q
