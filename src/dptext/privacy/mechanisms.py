@@ -32,6 +32,8 @@ dp.enable_features("contrib")
 
 NEIGHBOURING = "add/remove one document"
 GRID_EXPONENT = -30  # OpenDP samples noise on multiples of 2**-30
+# Observers of released values, for audits only (``auditing.observe_releases``).
+_TAPS: list = []
 
 NoiseKind = Literal["laplace", "gaussian"]
 NOISE_KINDS: tuple[NoiseKind, ...] = ("laplace", "gaussian")
@@ -154,4 +156,6 @@ def release(
         )
     noisy = np.asarray(meas(flat.tolist()), dtype=np.float64)
     ledger.record(record)
+    for tap in _TAPS:
+        tap(name, partition, noisy)
     return noisy.reshape(np.shape(values))
