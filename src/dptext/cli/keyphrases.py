@@ -77,6 +77,8 @@ def keyphrases(
     )] = None,
     allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
     from dptext.corpus import read_corpus, write_jsonl
@@ -93,13 +95,22 @@ def keyphrases(
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         console.print(f"read {corpus.source}: {len(corpus)} documents")
-        seeder, rng = fit_seeder(
-            corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
+        params = dict(
+            vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
             epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
             terms_per_doc=terms_per_doc, vocab_size=vocab_size, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             allow_noisy_classes=allow_noisy_classes)
+        from dptext.generators.kps import KeyphraseSeeder
+
+        budget = o.corpus_budget(corpus, budget_total,
+                                 KeyphraseSeeder(**params).planned_releases(),
+                                 allow_budget_overrun)
+        seeder, rng = fit_seeder(corpus, seed=seed, **params)
+        o.commit_budget(budget, seeder.ledger_, command="keyphrases",
+                        parameters=seeder_parameters(seeder),
+                        allow_overrun=allow_budget_overrun)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000
         started = time.perf_counter()

@@ -175,6 +175,28 @@ class KeyphraseSeeder:
             return NoiseSpec("laplace", epsilon)
         return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
 
+    def planned_releases(self) -> list[Release]:
+        """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
+        bound for Laplace, whose rounding slack only lowers ε). Used to check a run
+        against a corpus's remaining budget before touching the data."""
+        self._validate()
+
+        def planned(name: str, spec: NoiseSpec, group: str | None = None) -> Release:
+            mult = gaussian_noise_multiplier(spec.epsilon, spec.delta) \
+                if spec.kind == "gaussian" else 1.0
+            return Release(name=name, mechanism=spec.kind, neighbouring="planned",
+                           sensitivity_norm="L1" if spec.kind == "laplace" else "L2",
+                           sensitivity=1.0, sensitivity_reason="planned", noise_scale=mult,
+                           noise_multiplier=mult, dimension=1, epsilon=spec.epsilon,
+                           delta=spec.delta, partition="planned" if group else None,
+                           parallel_group=group)
+
+        out = [planned("vocabulary histogram", self._noise("vocab", self.epsilon_vocab))]
+        if self.epsilon_labels > 0:
+            out.append(planned("label histogram", NoiseSpec("laplace", self.epsilon_labels)))
+        out.append(planned("KDE sketch sums", self._noise("kde", self.epsilon_kde), "KDE"))
+        return out
+
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
             progress=None) -> KeyphraseSeeder:
