@@ -135,20 +135,24 @@ class KeyphraseSeeder:
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
+        def number(value) -> bool:  # a real number, not a bool or a string
+            return isinstance(value, int | float) and not isinstance(value, bool) \
+                and not math.isnan(value)
+
         def positive(name: str, value: float) -> None:
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not (number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
         positive("epsilon_vocab", self.epsilon_vocab)
         positive("epsilon_kde", self.epsilon_kde)
         positive("bandwidth", self.bandwidth)
-        if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
+        if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
         for name in ("terms_per_doc", "vocab_size", "length", "features", "max_terms_per_doc",
                      "windows_per_doc"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
@@ -157,11 +161,12 @@ class KeyphraseSeeder:
                                      ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-        if not (math.isfinite(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+        if not (number(self.vocab_noise_terms) and math.isfinite(self.vocab_noise_terms)
+                and self.vocab_noise_terms >= 0):
             raise ValueError("vocab_noise_terms must be a finite number >= 0")
-        if not 0 < self.contrastive_keep <= 1:
+        if not (number(self.contrastive_keep) and 0 < self.contrastive_keep <= 1):
             raise ValueError("contrastive_keep must be in (0, 1]")
-        if self._gaussian_stages() and not (0 < self.delta < 1):
+        if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 
     def _gaussian_stages(self) -> list[str]:

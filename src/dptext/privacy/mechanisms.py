@@ -105,7 +105,14 @@ def _gaussian(size: int, l2: float, epsilon: float, delta: float):
     sensitivity back from that map (ρ = Δ_eff² / 2σ²) and calibrate σ/Δ_eff with the
     exact Gaussian privacy profile, which is tighter than converting ρ to (ε, δ).
     """
-    multiplier = gaussian_noise_multiplier(epsilon, delta)
+    try:
+        multiplier = gaussian_noise_multiplier(epsilon, delta)
+    except (ValueError, ArithmeticError) as e:  # the root finder gives up at extreme ε
+        raise ValueError(f"cannot calibrate Gaussian noise for epsilon={epsilon!r}, "
+                         f"delta={delta!r} ({e}); use a smaller epsilon") from None
+    if not (math.isfinite(multiplier) and multiplier > 0):
+        raise ValueError(f"cannot calibrate Gaussian noise for epsilon={epsilon!r}, "
+                         f"delta={delta!r}; use a smaller epsilon")
     probe = dp.m.make_gaussian(_domain(size), dp.l2_distance(T=float), scale=1.0,
                                k=GRID_EXPONENT)
     l2_effective = math.sqrt(2.0 * probe.map(l2))
