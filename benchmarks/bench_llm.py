@@ -1,0 +1,140 @@
+"""LLM document-stage speed: local GGUF models in process, and an OpenAI-compatible HTTP
+server (xllamacpp on loopback) at several concurrencies.
+
+    python benchmarks/bench_llm.py [--models smollm2-135m qwen2.5-0.5b qwen2.5-1.5b]
+        [--docs 6] [--max-tokens 256] [--threads 2] [--http-model smollm2-135m]
+
+Each local model runs in a fresh process with ``--threads`` llama threads: "load" is
+assembling/verifying and loading the model, then ``--docs`` medical records are written
+from fixed 10-keyphrase prompts (the paper's generic prompt). "coverage" is the mean
+fraction of seed keyphrases found in the cleaned documents: a rough quality signal.
+"CPU s" is the process CPU time over all threads; on a shared, busy machine
+CPU s / threads is a better guess of the unloaded wall time. Prints markdown tables with
+the machine, the load average and the commit (paste into docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+SEQS = [
+    ["chest pain", "troponin", "aspirin", "ecg", "shortness of breath", "hypertension",
+     "cardiology", "stent", "discharge", "follow-up"],
+    ["pneumonia", "fever", "cough", "chest x-ray", "amoxicillin", "oxygen", "sputum",
+     "white cell count", "admission", "nebulizer"],
+    ["diabetes", "insulin", "glucose", "hba1c", "neuropathy", "metformin", "diet",
+     "foot exam", "retinopathy", "clinic"],
+    ["fracture", "ankle", "cast", "x-ray", "orthopedic", "ibuprofen", "crutches", "swelling",
+     "fall", "physiotherapy"],
+]
+
+LOCAL = r"""
+import json, sys, time
+from dptext.llm import (DocumentOptions, PromptBuilder, RunStats, SamplingParams,
+                        generate_documents, make_backend)
+model, n, max_tokens, threads, seqs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), \
+    int(sys.argv[4]), json.loads(sys.argv[5])
+class S:
+    def __init__(self, k): self.label, self.keyphrases = None, tuple(k)
+seqs = [S(seqs[i % len(seqs)]) for i in range(n)]
+b = make_backend("local:" + model, threads=threads)
+t = time.perf_counter()
+b.complete([PromptBuilder("note", params=SamplingParams(max_tokens=1)).build(["x"])])
+load = time.perf_counter() - t
+st = RunStats()
+builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
+t = time.perf_counter(); c = time.process_time()
+docs = generate_documents(seqs, b, builder, DocumentOptions(seed=1), stats=st)
+wall = time.perf_counter() - t; cpu = time.process_time() - c
+print(json.dumps(dict(model=model, load=load, docs=n, wall=wall, cpu=cpu,
+                      tokens=st.completion_tokens,
+                      coverage=sum(d.coverage for d in docs) / n,
+                      sample=docs[0].text[:600])))
+"""
+
+HTTP = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[5])
+from llm_helpers import LlamaServer
+from dptext.llm import PromptBuilder, RunStats, SamplingParams, make_backend, run_prompts
+model, n, max_tokens, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+seqs = json.loads(sys.argv[6])
+builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
+out = []
+with LlamaServer(model, max_seconds=1800, n_parallel=16, threads=threads) as srv:
+    b = make_backend(f"openai:{model}@{srv.url}/v1")
+    run_prompts(b, [builder.build(seqs[0], seed=10**6)])  # warm-up
+    for conc in (1, 4, 16):
+        prompts = [builder.build(seqs[i % len(seqs)], seed=conc * 1000 + i) for i in range(n)]
+        st = RunStats()
+        t = time.perf_counter()
+        run_prompts(b, prompts, concurrency=conc, stats=st)
+        wall = time.perf_counter() - t
+        out.append(dict(concurrency=conc, docs=n, wall=wall, tokens=st.completion_tokens))
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-0.5b",
+                                                    "qwen2.5-1.5b"])
+    ap.add_argument("--docs", type=int, default=6)
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--http-model", default="smollm2-135m")
+    ap.add_argument("--http-docs", type=int, default=16)
+    ap.add_argument("--samples", action="store_true", help="print a sample document each")
+    args = ap.parse_args()
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "src"))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=root).stdout.strip()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"{args.threads} llama threads; commit {commit}; load average before: "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print("| model | load s | docs | max tokens | docs/min | tokens/s | CPU s | coverage "
+          "| load avg |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    samples = []
+    for model in args.models:
+        r = subprocess.run([sys.executable, "-c", LOCAL, model, str(args.docs),
+                            str(args.max_tokens), str(args.threads), json.dumps(SEQS)],
+                           capture_output=True, text=True, env=env)
+        if r.returncode:
+            print(f"| {model} | failed: {r.stderr.strip().splitlines()[-1]} |")
+            continue
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        samples.append(d)
+        print(f"| {model} | {d['load']:.1f} | {d['docs']} | {args.max_tokens} | "
+              f"{d['docs'] / d['wall'] * 60:.1f} | {d['tokens'] / d['wall']:.1f} | "
+              f"{d['cpu']:.0f} | {d['coverage']:.0%} | {os.getloadavg()[0]:.1f} |", flush=True)
+    if args.http_model:
+        r = subprocess.run([sys.executable, "-c", HTTP, args.http_model, str(args.http_docs),
+                            str(args.max_tokens), str(args.threads),
+                            os.path.join(root, "tests"), json.dumps(SEQS)],
+                           capture_output=True, text=True, env=env)
+        print(f"\nOpenAI-compatible HTTP backend -> xllamacpp server on 127.0.0.1 "
+              f"({args.http_model}, 16 slots, {args.threads} threads), "
+              f"{args.http_docs} documents of at most {args.max_tokens} tokens:\n")
+        if r.returncode:
+            print(f"failed: {r.stderr.strip()[-500:]}")
+        else:
+            print("| concurrency | docs/min | tokens/s | load avg |")
+            print("|---|---|---|---|")
+            for d in json.loads(r.stdout.strip().splitlines()[-1]):
+                print(f"| {d['concurrency']} | {d['docs'] / d['wall'] * 60:.1f} | "
+                      f"{d['tokens'] / d['wall']:.1f} | {os.getloadavg()[0]:.1f} |")
+    if args.samples:
+        for d in samples:
+            print(f"\n**{d['model']}** (first document):\n\n> " +
+                  d["sample"].replace("\n", "\n> "))
+
+
+if __name__ == "__main__":
+    main()

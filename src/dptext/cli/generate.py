@@ -1,0 +1,268 @@
+"""``dptext generate``: the main job. A private corpus in; DP keyphrase sequences, one LLM
+document per sequence, and the privacy report out.
+
+Run directory ``<out>.run/`` holds ``run.json`` (the options that fix the DP release),
+``sequences.jsonl`` and ``ledger.json`` (both written before the first prompt) and
+``journal.jsonl`` (every completion, fsync'ed as it arrives). ``--resume`` reloads the
+sequences and the ledger from it instead of refitting: no new DP noise is drawn, the private
+corpus is not read again, and finished prompts are not repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as _secrets
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dptext.cli import options as o
+from dptext.cli.app import app, console
+
+LLM = "LLM"
+RUN = "Run"
+DEFAULT_LLM = "local:qwen2.5-1.5b"
+
+#: options that fix the DP release; --resume refuses to continue when one of them changed
+RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "vocab", "embedder",
+                "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise", "kde_noise",
+                "terms_per_doc", "vocab_size", "method", "ensemble", "length", "features",
+                "bandwidth", "sampling", "epsilon_labels", "sequences_per_class",
+                "total_sequences", "seed")
+
+FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
+                 "are not part of the private corpus and are not covered by the guarantee.")
+LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and public "
+            "few-shot examples: the documents are post-processing of the DP release.")
+
+
+def run_dir_for(out: Path) -> Path:
+    return out.with_name(out.name + ".run")
+
+
+def _check_few_shot_not_private(examples, corpus) -> None:
+    """Refuse few-shot examples that are (parts of) private documents."""
+    def norm(s: str) -> str:
+        return " ".join(s.lower().split())
+
+    private = [norm(t) for t in corpus.texts]
+    for i, ex in enumerate(examples, 1):
+        e = norm(ex.text)
+        if len(e) >= 40 and any(e in p for p in private):
+            raise ValueError(f"few-shot example {i} appears in the private corpus; few-shot "
+                             "examples must be public documents, never private records")
+
+
+@app.command()
+def generate(
+    input: o.InputPath,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL: one synthetic "
+                                      "document per line as {text, label, keyphrases}.")],
+    document_type: Annotated[str, typer.Option(
+        help="What to write, e.g. 'medical record' (the only context the LLM gets besides "
+        "the DP keyphrases).", rich_help_panel=LLM)] = "document",
+    llm: Annotated[str, typer.Option(
+        help="LLM backend: local:qwen2.5-1.5b (default), local:qwen2.5-0.5b, "
+        "local:smollm2-135m, local:/path/model.gguf, openai:MODEL@URL, anthropic:MODEL, "
+        "bedrock:MODEL_ID. Keys come from the environment only.", rich_help_panel=LLM)
+    ] = DEFAULT_LLM,
+    prompt_template: Annotated[Path | None, typer.Option(
+        help="User prompt template (text, or JSON with 'user'/'system'); placeholders "
+        "{document_type} {keyphrases} {keyphrase_list} {n_keyphrases}.", rich_help_panel=LLM)
+    ] = None,
+    few_shot: Annotated[Path | None, typer.Option(
+        help="PUBLIC example documents for few-shot prompting (.jsonl with text and optional "
+        "keyphrases, or text separated by '---' lines).", rich_help_panel=LLM)] = None,
+    max_tokens: Annotated[int, typer.Option(help="Token limit per document.",
+                                            rich_help_panel=LLM)] = 400,
+    temperature: Annotated[float, typer.Option(rich_help_panel=LLM)] = 0.8,
+    top_p: Annotated[float, typer.Option(rich_help_panel=LLM)] = 0.95,
+    min_coverage: Annotated[float, typer.Option(
+        help="Retry a document (new sampling seed) when it contains fewer than this fraction "
+        "of its seed keyphrases; 0 = off.", rich_help_panel=LLM)] = 0.0,
+    max_attempts: Annotated[int, typer.Option(
+        help="Attempts per document with --min-coverage.", rich_help_panel=LLM)] = 3,
+    clean: Annotated[bool, typer.Option(
+        help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=LLM)] = True,
+    concurrency: Annotated[int, typer.Option(
+        help="Prompts in flight at once (local models run one at a time).",
+        rich_help_panel=RUN)] = 4,
+    max_retries: Annotated[int, typer.Option(
+        help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=RUN)] = 6,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.",
+                                           rich_help_panel=RUN)] = 300.0,
+    resume: Annotated[bool, typer.Option(
+        help="Continue an interrupted run from <out>.run/ without drawing new DP noise.",
+        rich_help_panel=RUN)] = False,
+    cache: Annotated[bool, typer.Option(
+        help="Reuse completions of identical prompts across runs ($DPTEXT_CACHE).",
+        rich_help_panel=RUN)] = True,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.",
+                                           rich_help_panel=RUN)] = True,
+    text_column: o.TextColumn = "text",
+    label_column: o.LabelColumn = None,
+    format: o.Format = None,
+    encoding: o.Encoding = "utf-8",
+    skip_invalid: o.SkipInvalid = False,
+    labels: o.Labels = None,
+    vocab: o.Vocab = "english",
+    embedder: o.Embedder = "minilm",
+    epsilon_vocab: o.EpsVocab = 1.0,
+    epsilon_kde: o.EpsKde = 5.0,
+    delta: o.Delta = 1e-5,
+    vocab_noise: o.VocabNoise = "laplace",
+    kde_noise: o.KdeNoise = "gaussian",
+    terms_per_doc: o.TermsPerDoc = 10,
+    vocab_size: o.VocabSize = 1000,
+    method: o.Method = "iterative",
+    ensemble: o.Ensemble = "log",
+    length: o.Length = 10,
+    features: o.Features = 4000,
+    bandwidth: o.Bandwidth = 1.0,
+    sampling: o.Sampling = "contrastive",
+    epsilon_labels: o.EpsLabels = 0.0,
+    sequences_per_class: Annotated[int | None, typer.Option(
+        help="Documents per class (default 100 when --total-sequences is not given).")] = None,
+    total_sequences: Annotated[int | None, typer.Option(
+        help="Total documents, split equally or by the DP label histogram (--epsilon-labels)."
+    )] = None,
+    allow_noisy_classes: o.AllowNoisy = False,
+    seed: o.Seed = None,
+) -> None:
+    """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each."""
+    from dptext.generators.kps import KeyphraseSequence
+    from dptext.llm import (
+        DocumentOptions,
+        Journal,
+        LLMError,
+        PromptBuilder,
+        PromptCache,
+        PromptTemplate,
+        RetryPolicy,
+        RunStats,
+        SamplingParams,
+        generate_documents,
+        load_few_shot,
+        make_backend,
+    )
+    from dptext.llm.errors import TemplateError
+    from dptext.privacy import PrivacyLedger
+    from dptext.reporting import (
+        LABELS_FROM_DATA,
+        build_report,
+        print_report,
+        report_path,
+        write_report,
+    )
+
+    if sequences_per_class is None and total_sequences is None:
+        sequences_per_class = 100
+    config = {k: v for k, v in locals().items() if k in RELEASE_KEYS}
+    run_dir = run_dir_for(out)
+    with o.user_errors():
+        try:
+            # --- everything the LLM will see is validated before any DP release or call
+            template = PromptTemplate.from_file(prompt_template) if prompt_template \
+                else PromptTemplate()
+            shots = tuple(load_few_shot(few_shot)) if few_shot else ()
+            backend = make_backend(llm, **({"timeout": timeout}
+                                           if llm.split(":")[0] in ("openai", "anthropic",
+                                                                    "bedrock") else {}))
+        except (TemplateError, LLMError) as e:
+            raise ValueError(str(e)) from None
+
+        seqs_path, ledger_path, run_json = (run_dir / "sequences.jsonl",
+                                            run_dir / "ledger.json", run_dir / "run.json")
+        if resume and seqs_path.exists() and ledger_path.exists() and run_json.exists():
+            saved = json.loads(run_json.read_text())
+            changed = [k for k in RELEASE_KEYS
+                       if k != "seed" and saved["config"].get(k) != config.get(k)]
+            if seed is not None and saved["config"]["seed"] != seed:
+                changed.append("seed")
+            if changed:
+                raise ValueError(f"--resume: {', '.join(sorted(set(changed)))} differ from the "
+                                 f"interrupted run in {run_dir}; use the same options, or "
+                                 "remove that folder to start a new run (new DP noise)")
+            seqs = [KeyphraseSequence.from_dict(json.loads(line))
+                    for line in seqs_path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()]
+            ledger = PrivacyLedger.load(ledger_path)
+            params, notes, run_seed = saved["parameters"], saved["notes"], saved["llm_seed"]
+            console.print(f"resuming {run_dir}: {len(seqs)} saved sequences, no new DP noise")
+        else:
+            if run_dir.exists() and any(run_dir.iterdir()):
+                if not resume:
+                    raise ValueError(f"{run_dir} exists from an earlier run: pass --resume to "
+                                     "continue it, or remove it to start a new one")
+                raise ValueError(f"{run_dir} is incomplete (no saved sequences or ledger); "
+                                 "remove it to start a new run")
+            from dptext.cli.keyphrases import fit_seeder, seeder_parameters
+            from dptext.corpus import read_corpus
+
+            declared = o.parse_labels(labels)
+            corpus = read_corpus(input, text_column=text_column, label_column=label_column,
+                                 fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+            console.print(f"read {corpus.source}: {len(corpus)} documents")
+            if shots:
+                _check_few_shot_not_private(shots, corpus)
+            seeder, rng = fit_seeder(
+                corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
+                epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise,
+                kde_noise=kde_noise, terms_per_doc=terms_per_doc, vocab_size=vocab_size,
+                method=method, ensemble=ensemble, length=length, features=features,
+                bandwidth=bandwidth, sampling=sampling, labels=declared,
+                epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
+            seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
+            notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
+            del corpus  # nothing below touches private data
+            ledger = seeder.ledger_
+            params = seeder_parameters(seeder)
+            run_seed = seed if seed is not None else _secrets.randbits(31)
+            # saved BEFORE the first prompt: a resumed run reuses exactly this release
+            run_dir.mkdir(parents=True, exist_ok=True)
+            ledger.save(ledger_path)
+            seqs_path.write_text("".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n"
+                                         for s in seqs), encoding="utf-8")
+            run_json.write_text(json.dumps({"config": config, "parameters": params,
+                                            "notes": notes, "llm_seed": run_seed},
+                                           indent=2, default=str))
+            console.print(f"saved {len(seqs)} DP keyphrase sequences to {seqs_path}")
+
+        builder = PromptBuilder(document_type, template, shots,
+                                SamplingParams(max_tokens, temperature, top_p))
+        opts = DocumentOptions(clean=clean, min_coverage=min_coverage or None,
+                               max_attempts=max_attempts, concurrency=concurrency,
+                               seed=run_seed, progress=progress,
+                               retry=RetryPolicy(max_retries=max_retries))
+        stats = RunStats()
+        console.print(f"writing {len(seqs)} documents with {backend.identity}")
+        started = time.perf_counter()
+        try:
+            docs = generate_documents(seqs, backend, builder, opts,
+                                      Journal(run_dir / "journal.jsonl"),
+                                      PromptCache.default() if cache else None, stats)
+        except LLMError as e:
+            raise ValueError(f"{e}\n(finished documents are kept in {run_dir}; re-run the "
+                             "same command with --resume)") from None
+        finally:
+            backend.close()
+        elapsed = time.perf_counter() - started
+        from dptext.corpus import write_jsonl
+
+        n = write_jsonl((d.to_dict() for d in docs), o.ensure_parent(out))
+        covered = sum(d.coverage for d in docs) / max(len(docs), 1)
+        console.print(
+            f"wrote {n} documents to {out} in {elapsed:.0f} s ({stats.computed} generated, "
+            f"{stats.from_journal} from the journal, {stats.from_cache} from the cache, "
+            f"{stats.retries} retries); mean keyphrase coverage {covered:.0%}")
+        run_params = {**params, "llm": backend.identity, "document_type": document_type,
+                      "prompt_template": template.source,
+                      "few_shot": str(few_shot) if few_shot else None,
+                      "max_tokens": max_tokens, "temperature": temperature, "top_p": top_p,
+                      "min_coverage": min_coverage}
+        report = build_report(ledger, command="generate", parameters=run_params,
+                              notes=[*notes, LLM_NOTE, *([FEW_SHOT_NOTE] if shots else [])])
+        print_report(report, console)
+        console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -1,0 +1,232 @@
+"""Prompts built from released objects only: the document type, a DP keyphrase sequence and
+client-supplied public example documents (few-shot, paper C.2.5). No class information.
+
+Also: validation of user templates before any call, clean-up of completions (preambles,
+post-ambles, truncated endings) and a keyphrase coverage check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dptext.llm.errors import TemplateError
+from dptext.llm.types import Message, Prompt, SamplingParams
+
+#: The paper's generic prompt: "write a <document type> that contains the following terms".
+DEFAULT_USER_TEMPLATE = (
+    "Write a {document_type} that contains the following terms:\n{keyphrases}\n\n"
+    "Write only the {document_type} itself, with no title, introduction or comments."
+)
+DEFAULT_SYSTEM = "You write realistic, self-contained documents."
+
+FIELDS = {
+    "document_type": "the document type, e.g. 'medical record'",
+    "keyphrases": "the keyphrases, one per line as '- term'",
+    "keyphrase_list": "the keyphrases, comma-separated",
+    "n_keyphrases": "how many keyphrases there are",
+}
+_REQUIRED = ("keyphrases", "keyphrase_list")
+_FORBIDDEN = {"label": "class information is never put in prompts (DP-KPS prompts name only "
+                       "the document type; the label is attached to the output afterwards)"}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    user: str = DEFAULT_USER_TEMPLATE
+    system: str | None = DEFAULT_SYSTEM
+    source: str = "built-in template"
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``TemplateError`` for unknown or malformed placeholders."""
+        seen: set[str] = set()
+        for part_name, text in (("user", self.user), ("system", self.system or "")):
+            try:
+                parsed = list(string.Formatter().parse(text))
+            except ValueError as e:
+                raise TemplateError(f"{self.source}: {part_name} template is malformed ({e}); "
+                                    "write literal braces as {{ and }}") from None
+            for _, name, spec, conv in parsed:
+                if name is None:
+                    continue
+                if name in _FORBIDDEN:
+                    raise TemplateError(f"{self.source}: placeholder {{{name}}} is not allowed: "
+                                        f"{_FORBIDDEN[name]}")
+                if name not in FIELDS:
+                    raise TemplateError(
+                        f"{self.source}: unknown placeholder {{{name}}} in the {part_name} "
+                        "template; available: " + ", ".join(f"{{{k}}}" for k in FIELDS))
+                if spec or conv:
+                    raise TemplateError(f"{self.source}: placeholder {{{name}}} must not have a "
+                                        "format spec or conversion")
+                seen.add(name)
+        if not seen.intersection(_REQUIRED):
+            raise TemplateError(f"{self.source}: the user template must contain {{keyphrases}} "
+                                "or {keyphrase_list}, or the seed keyphrases never reach the LLM")
+
+    def render(self, document_type: str, keyphrases: Sequence[str]) -> tuple[str | None, str]:
+        values = {
+            "document_type": document_type,
+            "keyphrases": "\n".join(f"- {k}" for k in keyphrases),
+            "keyphrase_list": ", ".join(keyphrases),
+            "n_keyphrases": str(len(keyphrases)),
+        }
+        system = self.system.format(**values) if self.system else None
+        return system, self.user.format(**values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PromptTemplate:
+        """A text file holding the user template; or JSON ``{"user": ..., "system": ...}``."""
+        path = Path(path)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise TemplateError(f"cannot read the prompt template {path}: {e.strerror}") from None
+        if path.suffix == ".json":
+            try:
+                d = json.loads(raw)
+                return cls(d["user"], d.get("system"), source=str(path))
+            except (ValueError, KeyError, TypeError):
+                raise TemplateError(f"{path}: expected a JSON object with a 'user' template "
+                                    "(and optionally 'system')") from None
+        return cls(raw.strip(), DEFAULT_SYSTEM, source=str(path))
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    """A PUBLIC example document supplied by the client (never a private record), with
+    optionally the keyphrases it is shown as an answer to."""
+
+    text: str
+    keyphrases: tuple[str, ...] = ()
+
+
+def load_few_shot(path: str | Path) -> list[FewShotExample]:
+    """JSONL with ``{"text": ..., "keyphrases": [...]}`` per line, or a text file whose
+    examples are separated by lines holding only ``---``."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TemplateError(f"cannot read few-shot examples {path}: {e.strerror}") from None
+    out: list[FewShotExample] = []
+    if path.suffix == ".jsonl":
+        for i, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                out.append(FewShotExample(str(d["text"]), tuple(d.get("keyphrases") or ())))
+            except (ValueError, KeyError, TypeError):
+                raise TemplateError(f"{path}, line {i}: expected {{\"text\": ..., "
+                                    "\"keyphrases\": [...]}") from None
+    else:
+        out = [FewShotExample(b.strip()) for b in re.split(r"(?m)^---\s*$", raw) if b.strip()]
+    if not out:
+        raise TemplateError(f"{path}: no few-shot examples found")
+    return out
+
+
+@dataclass(frozen=True)
+class PromptBuilder:
+    document_type: str
+    template: PromptTemplate = field(default_factory=PromptTemplate)
+    few_shot: tuple[FewShotExample, ...] = ()
+    params: SamplingParams = field(default_factory=SamplingParams)
+
+    def build(self, keyphrases: Sequence[str], seed: int | None = None) -> Prompt:
+        system, user = self.template.render(self.document_type, keyphrases)
+        msgs: list[Message] = []
+        shots_without_terms = [ex for ex in self.few_shot if not ex.keyphrases]
+        if shots_without_terms:
+            examples = "\n\n".join(f"Example {i}:\n{ex.text}"
+                                   for i, ex in enumerate(shots_without_terms, 1))
+            system = ((system + "\n\n") if system else "") + (
+                f"Match the format and style of these example {self.document_type}s:\n\n"
+                + examples)
+        if system:
+            msgs.append(Message("system", system))
+        for ex in self.few_shot:
+            if ex.keyphrases:  # a worked example: the prompt for its terms, then the document
+                msgs.append(Message("user", self.template.render(self.document_type,
+                                                                 ex.keyphrases)[1]))
+                msgs.append(Message("assistant", ex.text))
+        msgs.append(Message("user", user))
+        params = self.params if seed is None else _with_seed(self.params, seed)
+        return Prompt(tuple(msgs), params)
+
+
+def _with_seed(p: SamplingParams, seed: int) -> SamplingParams:
+    return SamplingParams(p.max_tokens, p.temperature, p.top_p, seed, p.stop)
+
+
+# ------------------------------------------------------------------ clean-up
+
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:sure|certainly|of course|absolutely|okay|ok|great)[!,.]?\s*)?"
+    r"(?:(?:here\s+(?:is|are|'s)|below\s+is|this\s+is|i\s+have\s+written|i've\s+written)"
+    r"\b[^\n]{0,160}?(?::|\.)\s*\n|(?:sure|certainly|of course|absolutely)[!,.][^\n]{0,120}\n)",
+    re.IGNORECASE)
+_POSTAMBLE = re.compile(
+    r"\n\s*(?:i hope this|let me know|feel free|please note that this|note: this is a "
+    r"fictional|this (?:document|record|note) (?:is|was) (?:fictional|generated)|"
+    r"(?:is there )?anything else)[^\n]*$",
+    re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+_SENTENCE_END = re.compile(r"[.!?…)\]\"'”’]\s")
+
+
+def clean_completion(text: str, truncated: bool | None = None) -> str:
+    """Remove chatty preambles ("Sure, here is…:"), sign-offs ("I hope this helps"),
+    a wrapping code fence, and cut a truncated last sentence back to the last full stop.
+    ``truncated``: the backend said it stopped at the token limit; ``None`` = guess from
+    the missing final punctuation."""
+    t = text.strip()
+    m = _FENCE.match(t)
+    if m:
+        t = m.group(1).strip()
+    for _ in range(2):
+        new = _PREAMBLE.sub("", t, count=1).strip()
+        if new == t:
+            break
+        t = new
+    while True:
+        new = _POSTAMBLE.sub("", t).strip()
+        if new == t:
+            break
+        t = new
+    if t[:1] in "\"“" and t.count('"') + t.count("“") + t.count("”") == 1:
+        t = t[1:].lstrip()  # an unmatched opening quote
+    guessed = truncated is None
+    if guessed:
+        truncated = bool(t) and t[-1] not in ".!?…)]\"'”’*" and t[-1] not in "0123456789"
+    if truncated and t:
+        ends = [m.end() for m in _SENTENCE_END.finditer(t + " ")]
+        last = max((e for e in ends if e <= len(t) + 1), default=0)
+        # when only guessing, cut only if it keeps most of the document
+        if last and (not guessed or last >= len(t) // 3):
+            t = t[:last].rstrip()
+    return t
+
+
+# ------------------------------------------------------------------ coverage
+
+def _term_pattern(term: str) -> re.Pattern:
+    words = [re.escape(w) for w in term.lower().split()]
+    return re.compile(r"(?<!\w)" + r"[\s\-]+".join(words) + r"(?:s|es|'s)?(?!\w)")
+
+
+def keyphrase_coverage(text: str, keyphrases: Sequence[str]) -> tuple[int, int]:
+    """(how many distinct seed keyphrases the text contains, how many there are);
+    case-insensitive, whole words, simple plurals accepted."""
+    low = text.lower()
+    terms = list(dict.fromkeys(k for k in keyphrases if k.strip()))
+    found = sum(1 for k in terms if _term_pattern(k).search(low))
+    return found, len(terms)
