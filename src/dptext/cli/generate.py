@@ -130,6 +130,8 @@ def generate(
     )] = None,
     allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each."""
     from dptext.generators.kps import KeyphraseSequence
@@ -207,27 +209,40 @@ def generate(
             console.print(f"read {corpus.source}: {len(corpus)} documents")
             if shots:
                 _check_few_shot_not_private(shots, corpus)
-            seeder, rng = fit_seeder(
-                corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
+            from dptext.generators.kps import KeyphraseSeeder
+
+            seeder_params = dict(
+                vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
                 epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise,
                 kde_noise=kde_noise, terms_per_doc=terms_per_doc, vocab_size=vocab_size,
                 method=method, ensemble=ensemble, length=length, features=features,
                 bandwidth=bandwidth, sampling=sampling, labels=declared,
                 epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
+            budget = o.corpus_budget(corpus, budget_total,
+                                     KeyphraseSeeder(**seeder_params).planned_releases(),
+                                     allow_budget_overrun)
+            seeder, rng = fit_seeder(corpus, seed=seed, **seeder_params)
             seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
             notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
             del corpus  # nothing below touches private data
             ledger = seeder.ledger_
             params = seeder_parameters(seeder)
             run_seed = seed if seed is not None else _secrets.randbits(31)
+            # the corpus's persistent ledger is charged once, here, before the release is
+            # saved; --resume reuses the saved release and charges nothing
+            o.commit_budget(budget, ledger, command="generate", parameters=params,
+                            allow_overrun=allow_budget_overrun)
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)
             ledger.save(ledger_path)
             seqs_path.write_text("".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n"
                                          for s in seqs), encoding="utf-8")
-            run_json.write_text(json.dumps({"config": config, "parameters": params,
-                                            "notes": notes, "llm_seed": run_seed},
-                                           indent=2, default=str))
+            # run.json last and atomically: its presence means the release is complete
+            tmp = run_json.with_name(run_json.name + ".tmp")
+            tmp.write_text(json.dumps({"config": config, "parameters": params,
+                                       "notes": notes, "llm_seed": run_seed},
+                                      indent=2, default=str))
+            tmp.replace(run_json)
             console.print(f"saved {len(seqs)} DP keyphrase sequences to {seqs_path}")
 
         builder = PromptBuilder(document_type, template, shots,
