@@ -32,7 +32,7 @@ from dptext.llm import (
     generate_documents,
     make_backend,
 )
-from tests.fault_server import FAULTS, FaultServer, cycle, first_attempts
+from fault_server import FAULTS, FaultServer, cycle, first_attempts
 
 SRC = Path(__file__).parents[1] / "src"
 FAST_RETRY = RetryPolicy(max_retries=8, base_delay=0.01, max_delay=0.05)
