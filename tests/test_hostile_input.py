@@ -10,6 +10,7 @@ fast hash embedder and, once, the real MiniLM through the CLI.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import numpy as np
@@ -25,7 +26,9 @@ from dptext.generators.kps import KeyphraseSeeder
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
 from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
-SETTINGS = settings(max_examples=60, deadline=None,
+#: examples per property; DPTEXT_HYPOTHESIS_EXAMPLES=1000 for a thorough run
+EXAMPLES = int(os.environ.get("DPTEXT_HYPOTHESIS_EXAMPLES", "60"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 ENCODINGS = ("utf-8", "latin-1", "utf-16", "cp1252", "shift_jis")
@@ -200,7 +203,7 @@ def test_other_bad_parameters_are_refused(name, value):
         _tiny_fit(CORPUS, **{name: value})
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(eps=st.floats(allow_nan=True, allow_infinity=True),
        delta=st.floats(allow_nan=True, allow_infinity=True),
        kind=st.sampled_from(["laplace", "gaussian"]))
