@@ -83,9 +83,13 @@ def _laplace(size: int, l1: float, epsilon: float):
     """OpenDP Laplace measurement whose own privacy map gives ε ≤ ``epsilon`` at ``l1``."""
     scale = l1 / epsilon
     for _ in range(4):  # the rounding slack is additive in the sensitivity: converges at once
-        meas = dp.m.make_laplace(_domain(size), dp.l1_distance(T=float), scale=scale,
-                                 k=GRID_EXPONENT)
-        spent = meas.map(l1)
+        try:
+            meas = dp.m.make_laplace(_domain(size), dp.l1_distance(T=float), scale=scale,
+                                     k=GRID_EXPONENT)
+            spent = meas.map(l1)
+        except dp.OpenDPException as e:  # e.g. a scale that over- or underflows
+            raise ValueError(f"cannot calibrate Laplace noise for epsilon={epsilon!r} at "
+                             f"sensitivity {l1!r} ({str(e).strip()})") from None
         if spent <= epsilon:
             return meas, scale, spent
         scale *= spent / epsilon * (1 + 1e-12)
