@@ -173,3 +173,19 @@ def test_keyphrases_cli_spends_across_runs_and_refuses(small_csv, tmp_path, _dpt
     assert data["spent"]["epsilon"] == pytest.approx(9.0)
     shown = runner.invoke(app, ["budget", "-i", str(small_csv), "--label-column", "label"])
     assert shown.exit_code == 0 and "ε = 9" in shown.output
+
+
+def test_generate_is_refused_before_the_fit_when_the_budget_is_spent(tmp_path):
+    from dptext.corpus import read_corpus
+
+    path = tmp_path / "c.csv"
+    path.write_text("text,label\nfootball match,sport\nbank profit,business\n")
+    corpus = read_corpus(path, label_column="label")
+    b = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=4.0)
+    b.commit(_ledger(1.0), command="keyphrases")
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(app, ["generate", "-i", str(path), "--label-column", "label",
+                                   "-o", str(out), "--llm", "recording:", "--no-progress"])
+    assert res.exit_code == 2 and "privacy budget exceeded" in " ".join(res.output.split())
+    assert not out.exists() and not (tmp_path / "o.jsonl.run").exists()
+    assert len(CorpusBudget.open(b.fingerprint).runs) == 1
