@@ -115,7 +115,8 @@ def main() -> None:
                           "ceiling A (non-private)", "accuracy / A"], rows)
     )
     if args.write:
-        record("keyphrase-utility", "DP keyphrase sequences without an LLM (table 5)", body)
+        record(f"keyphrase-utility-{args.datasets}",
+               f"DP keyphrase sequences without an LLM (table 5): {args.datasets}", body)
     else:
         print(body)
 

@@ -207,7 +207,7 @@ def test_audit_detects_nothing_between_identical_distributions():
 
 @pytest.mark.parametrize("share", [0.2, 0.5, 0.8])
 def test_split_budget_gaussian_composes_to_the_total(share):
-    from dptext.privacy.budget import split_budget
+    from dptext.privacy.split import split_budget
 
     specs = split_budget(6.0, 1e-5, {"a": share, "b": 1 - share},
                          {"a": "gaussian", "b": "gaussian"})
@@ -221,7 +221,7 @@ def test_split_budget_gaussian_composes_to_the_total(share):
 
 
 def test_split_budget_laplace_and_mixed():
-    from dptext.privacy.budget import split_budget
+    from dptext.privacy.split import split_budget
 
     lap = split_budget(6.0, 0.0, {"a": 0.25, "b": 0.75}, {"a": "laplace", "b": "laplace"})
     assert (lap["a"].epsilon, lap["b"].epsilon) == (1.5, 4.5)

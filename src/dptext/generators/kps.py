@@ -44,7 +44,7 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
-from dptext.privacy.budget import split_budget
+from dptext.privacy.split import split_budget
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -139,8 +139,12 @@ class KeyphraseSeeder:
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
+        def number(value) -> bool:  # a real number, not a bool or a string
+            return isinstance(value, int | float) and not isinstance(value, bool) \
+                and not math.isnan(value)
+
         def positive(name: str, value: float) -> None:
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not (number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
         if self.epsilon is None:
@@ -151,12 +155,12 @@ class KeyphraseSeeder:
             if not 0 < self.vocab_share < 1:
                 raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
         positive("bandwidth", self.bandwidth)
-        if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
+        if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
         for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
@@ -166,13 +170,14 @@ class KeyphraseSeeder:
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
         if self.max_terms_per_doc is not None and not (
-                isinstance(self.max_terms_per_doc, int) and self.max_terms_per_doc >= 1):
+                isinstance(self.max_terms_per_doc, int)
+                and not isinstance(self.max_terms_per_doc, bool) and self.max_terms_per_doc >= 1):
             raise ValueError("max_terms_per_doc must be a positive integer or None")
-        if not self.vocab_noise_terms >= 0:  # inf allowed: the paper's plain top-N
-            raise ValueError("vocab_noise_terms must be >= 0")
-        if not 0 < self.contrastive_keep <= 1:
+        if not (number(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+            raise ValueError("vocab_noise_terms must be a number >= 0 (inf: plain top-N)")
+        if not (number(self.contrastive_keep) and 0 < self.contrastive_keep <= 1):
             raise ValueError("contrastive_keep must be in (0, 1]")
-        if self._gaussian_stages() and not (0 < self.delta < 1):
+        if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 
     def _gaussian_stages(self) -> list[str]:
@@ -190,6 +195,29 @@ class KeyphraseSeeder:
         n_gauss = len(self._gaussian_stages())
         return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
                 for s, k in kinds.items()}
+
+    def planned_releases(self) -> list[Release]:
+        """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
+        bound for Laplace, whose rounding slack only lowers ε). Used to check a run
+        against a corpus's remaining budget before touching the data."""
+        self._validate()
+
+        def planned(name: str, spec: NoiseSpec, group: str | None = None) -> Release:
+            mult = gaussian_noise_multiplier(spec.epsilon, spec.delta) \
+                if spec.kind == "gaussian" else 1.0
+            return Release(name=name, mechanism=spec.kind, neighbouring="planned",
+                           sensitivity_norm="L1" if spec.kind == "laplace" else "L2",
+                           sensitivity=1.0, sensitivity_reason="planned", noise_scale=mult,
+                           noise_multiplier=mult, dimension=1, epsilon=spec.epsilon,
+                           delta=spec.delta, partition="planned" if group else None,
+                           parallel_group=group)
+
+        specs = self.noise_specs()
+        out = [planned("vocabulary histogram", specs["vocab"])]
+        if self.epsilon_labels > 0:
+            out.append(planned("label histogram", NoiseSpec("laplace", self.epsilon_labels)))
+        out.append(planned("KDE sketch sums", specs["kde"], "KDE"))
+        return out
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
