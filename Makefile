@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench chromium
 PY := .venv/bin/python
 
 .venv/.setup-done: pyproject.toml requirements-data.txt scripts/setup.sh
@@ -12,7 +12,10 @@ demo: setup
 	  --vocab english --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
 	  --method iterative --out out/sequences.jsonl
 
-test: setup
+chromium:
+	@[ -x /usr/bin/chromium ] || bash scripts/install-chromium.sh
+
+test: setup chromium
 	$(PY) -m pytest -q
 
 lint: setup

@@ -8,6 +8,6 @@ PY="${PYTHON:-python3}"
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 $PIP install --upgrade pip
 $PIP install "torch==2.13.0"
-$PIP install -e ".[embed,medical,dev]"
+$PIP install -e ".[embed,medical,eval,dev]"
 $PIP install --no-deps -r requirements-data.txt
 echo "dptext is set up in .venv (activate with: source .venv/bin/activate)"
