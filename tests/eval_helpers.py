@@ -28,9 +28,12 @@ class HashEncoder:
 
 
 TOPICS = {
-    "sport": ["match", "goal", "team", "player", "coach", "league", "season", "win", "score", "stadium"],
-    "tech": ["software", "computer", "chip", "internet", "phone", "data", "code", "network", "device", "app"],
-    "health": ["patient", "doctor", "hospital", "drug", "nurse", "clinic", "disease", "therapy", "dose", "ward"],
+    "sport": ["match", "goal", "team", "player", "coach", "league", "season", "win",
+              "score", "stadium"],
+    "tech": ["software", "computer", "chip", "internet", "phone", "data", "code", "network",
+             "device", "app"],
+    "health": ["patient", "doctor", "hospital", "drug", "nurse", "clinic", "disease",
+               "therapy", "dose", "ward"],
 }
 
 
