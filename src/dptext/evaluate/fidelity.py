@@ -19,20 +19,26 @@ import numpy as np
 from dptext.evaluate._shared import tokenize
 
 
-def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
-    """``||mu_x - mu_y||^2 + Tr(C_x + C_y - 2 (C_x C_y)^{1/2})`` of two samples (rows)."""
-    from scipy import linalg
+def _psd_sqrt(c: np.ndarray) -> np.ndarray:
+    w, v = np.linalg.eigh(c)
+    return (v * np.sqrt(np.clip(w, 0, None))) @ v.T
 
+
+def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
+    """``||mu_x - mu_y||^2 + Tr(C_x + C_y - 2 (C_x C_y)^{1/2})`` of two samples (rows).
+
+    Tr((C_x C_y)^{1/2}) is computed as the sum of the square roots of the eigenvalues
+    of the symmetric PSD matrix C_x^{1/2} C_y C_x^{1/2} (same spectrum, numerically
+    stable even for the rank-deficient covariances of small samples).
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     mu_x, mu_y = x.mean(axis=0), y.mean(axis=0)
     c_x = np.atleast_2d(np.cov(x, rowvar=False))
     c_y = np.atleast_2d(np.cov(y, rowvar=False))
-    covmean, _ = linalg.sqrtm(c_x @ c_y, disp=False)
-    if not np.isfinite(covmean).all():
-        eps = 1e-6 * np.eye(c_x.shape[0])
-        covmean = linalg.sqrtm((c_x + eps) @ (c_y + eps))
-    covmean = np.real(covmean)
+    s = _psd_sqrt(c_x)
+    tr_covmean = float(np.sqrt(np.clip(np.linalg.eigvalsh(s @ c_y @ s), 0, None)).sum())
     diff = mu_x - mu_y
-    return float(max(diff @ diff + np.trace(c_x) + np.trace(c_y) - 2 * np.trace(covmean), 0.0))
+    return float(max(diff @ diff + np.trace(c_x) + np.trace(c_y) - 2 * tr_covmean, 0.0))
 
 
 def type_token_ratio(texts: Sequence[str]) -> float:

@@ -114,7 +114,7 @@ class MLPConfig:
     hidden: tuple[int, int] = (512, 256)
     dropout: float = 0.1
     epochs: int = 40
-    batch_size: int = 64
+    batch_size: int = 128
     lr: float = 1e-3
     weight_decay: float = 1e-4
     coral_weight: float = 0.0  # > 0 and unlabelled target features: Deep CORAL
