@@ -162,7 +162,9 @@ def _read_jsonl(path: Path, encoding: str) -> list[dict]:
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: line {n} is not valid JSON ({e.msg}).") from None
         if not isinstance(obj, dict):
-            raise InputError(f"{path}: line {n} is a JSON {type(obj).__name__}, expected an object.")
+            raise InputError(
+                f"{path}: line {n} is a JSON {type(obj).__name__}, expected an object."
+            )
         obj["__row__"] = f"line {n}"
         rows.append(obj)
     return rows

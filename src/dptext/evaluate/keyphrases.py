@@ -18,9 +18,9 @@ from dptext.evaluate.data import Labelled
 
 def release_vocabulary(keyphrases: Sequence[Sequence[str]]) -> list[str]:
     """The released vocabulary: every distinct (normalised) phrase in the keyphrase file."""
-    from dptext.evaluate._shared import tokenize
+    from dptext.text import normalize_phrase
 
-    terms = {" ".join(tokenize(p)) for seq in keyphrases for p in seq}
+    terms = {normalize_phrase(p) for seq in keyphrases for p in seq}
     terms.discard("")
     return sorted(terms)
 
@@ -31,12 +31,15 @@ def sequence_length(keyphrases: Sequence[Sequence[str]]) -> int:
 
 
 def to_sequences(texts: Sequence[str], terms: Sequence[str], k: int) -> list[str]:
-    """Each text as its first ``k`` distinct vocabulary phrases, joined by ', '."""
+    """Each text as its first ``k`` distinct vocabulary phrases, joined by ', '.
+
+    A text with none of the phrases becomes ``"(none)"`` (an embedder needs some text).
+    """
     extractor = _extractor(terms)
     out = []
     for t in texts:
         idx = extractor.first_distinct(t, k)
-        out.append(", ".join(terms[i] for i in idx))
+        out.append(", ".join(terms[i] for i in idx) or "(none)")
     return out
 
 
@@ -47,33 +50,6 @@ def as_sequences(data: Labelled, terms: Sequence[str], k: int) -> Labelled:
 
 
 def _extractor(terms: Sequence[str]):
-    try:
-        from dptext.text.extract import PhraseExtractor
-    except ImportError:  # TEMPORARY until dptext.text lands on main; then this goes.
-        return _InterimExtractor(terms)
+    from dptext.text import PhraseExtractor
+
     return PhraseExtractor(list(terms))
-
-
-class _InterimExtractor:
-    """Leftmost-longest whole-token matching (the contract of ``dptext.text``)."""
-
-    def __init__(self, terms: Sequence[str]):
-        self.index = {tuple(t.split()): i for i, t in enumerate(terms)}
-        self.maxlen = max((len(k) for k in self.index), default=1)
-
-    def first_distinct(self, text: str, k: int) -> np.ndarray:
-        from dptext.evaluate._shared import tokenize
-
-        toks = tokenize(text)
-        seen: dict[int, None] = {}
-        i = 0
-        while i < len(toks) and len(seen) < k:
-            for n in range(min(self.maxlen, len(toks) - i), 0, -1):
-                j = self.index.get(tuple(toks[i:i + n]))
-                if j is not None:
-                    seen.setdefault(j, None)
-                    i += n
-                    break
-            else:
-                i += 1
-        return np.fromiter(seen, dtype=np.int32, count=len(seen))

@@ -127,7 +127,8 @@ def compose(releases: list[Release]) -> Guarantee:
     gauss = [r for r in kept if r.mechanism == "gaussian"]
     unknown = [r for r in kept if r.mechanism not in ("laplace", "gaussian")]
     if unknown:
-        raise ValueError(f"no accounting rule for mechanisms {sorted({r.mechanism for r in unknown})}")
+        names = sorted({r.mechanism for r in unknown})
+        raise ValueError(f"no accounting rule for mechanisms {names}")
     eps_pure = sum(r.epsilon for r in pure)
     if not gauss:
         return Guarantee(eps_pure, 0.0, "basic composition of pure-ε releases")

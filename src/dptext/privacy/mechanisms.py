@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import dp_accounting
@@ -75,6 +76,7 @@ def _domain(size: int):
     return dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
 
 
+@lru_cache(maxsize=256)  # measurements are immutable; building one costs milliseconds
 def _laplace(size: int, l1: float, epsilon: float):
     """OpenDP Laplace measurement whose own privacy map gives ε ≤ ``epsilon`` at ``l1``."""
     scale = l1 / epsilon
@@ -93,6 +95,7 @@ def gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
     return dp_accounting.get_sigma_gaussian(epsilon, delta)
 
 
+@lru_cache(maxsize=256)
 def _gaussian(size: int, l2: float, epsilon: float, delta: float):
     """OpenDP Gaussian measurement calibrated to (ε, δ) at L2 sensitivity ``l2``.
 

@@ -1,0 +1,39 @@
+"""The DP-KPS paper's table-5 protocol, for benchmarks: classify keyphrase sequences.
+
+Train a classifier (MiniLM embeddings of the space-joined keyphrases + logistic
+regression) on keyphrase sequences and test it on the keyphrases extracted from
+the real test documents with the same released vocabulary (first L distinct terms).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score
+
+from dptext.text.vocabulary import PublicVocabulary
+
+
+def document_keyphrases(texts, vocabulary: tuple[str, ...], length: int) -> list[str]:
+    ext = PublicVocabulary("released", vocabulary).extractor()
+    seqs = ext.extract_many(texts, max_terms=length, distinct=True)
+    return [" ".join(vocabulary[i] for i in s) for s in seqs]
+
+
+class KeyphraseClassifierProtocol:
+    """Embeds keyphrase strings once per distinct string and scores a training set."""
+
+    def __init__(self, embedder, test_texts, test_labels, vocabulary, length: int):
+        self.embedder = embedder
+        self.test_labels = np.asarray(test_labels)
+        self.test_x = self._embed(document_keyphrases(test_texts, vocabulary, length))
+
+    def _embed(self, strings: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.encode([s if s else "(none)" for s in strings]))
+
+    def score(self, train_strings: list[str], train_labels) -> dict:
+        clf = LogisticRegression(max_iter=2000, C=1.0)
+        clf.fit(self._embed(train_strings), np.asarray(train_labels))
+        pred = clf.predict(self.test_x)
+        return {"accuracy": float(accuracy_score(self.test_labels, pred)),
+                "macro_f1": float(f1_score(self.test_labels, pred, average="macro"))}

@@ -1,0 +1,75 @@
+"""Write a benchmark's results into its own section of docs/benchmarks.md.
+
+Each benchmark owns the text between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``
+and rewrites it with its results, the command that produced them, the commit and
+the machine, so re-running one benchmark never disturbs another's figures.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+HEADER = """# Benchmarks
+
+Figures written by the scripts in `benchmarks/`; each section says which command,
+commit and machine produced it. Ratios are measured side by side in one run.
+"""
+
+
+def commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "benchmarks"],
+                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        return sha + ("+uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def record(name: str, title: str, body: str) -> None:
+    """Replace section ``name`` of docs/benchmarks.md with ``body`` and provenance."""
+    command = "python " + " ".join(shlex.quote(a) for a in
+                                   [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    section = (f"<!-- bench:{name} -->\n## {title}\n\n"
+               f"`{command}` — commit {commit()}, {stamp}, {machine()}.\n\n"
+               f"{body.strip()}\n<!-- /bench:{name} -->")
+    text = DOC.read_text() if DOC.exists() else HEADER
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->",
+                         re.S)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else \
+        text.rstrip() + "\n\n" + section + "\n"
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(text)
+    print(f"wrote section {name!r} of {DOC.relative_to(ROOT)}")
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    def fmt(v):
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)

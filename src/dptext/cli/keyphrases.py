@@ -1,0 +1,113 @@
+"""``dptext keyphrases``: a private corpus in, DP keyphrase sequences and a privacy report out."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from dptext.cli import options as o
+from dptext.cli.app import app, console
+
+
+def fit_seeder(corpus, *, seed: int | None, **params):
+    """Fit a KeyphraseSeeder with a progress display; returns (seeder, rng)."""
+    from dptext.generators.kps import KeyphraseSeeder
+
+    seeder = KeyphraseSeeder(**params)
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    with console.status("fitting DP-KPS") as status:
+        def step(msg: str) -> None:
+            status.update(f"DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)")
+
+        seeder.fit(corpus, rng=rng, progress=step)
+    console.print(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
+                  f"{len(seeder.released_vocabulary_)} released terms, "
+                  f"{len(seeder.sketches_.sums)} class(es), "
+                  f"{len(seeder.sketches_.blocks)} sketch(es) per class")
+    return seeder, rng
+
+
+def seeder_parameters(seeder) -> dict:
+    """The public parameters of a fitted seeder, for the report."""
+    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise",
+             "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
+             "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
+             "windows_per_doc", "labels", "epsilon_labels")
+    return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
+                                                 type(None)) else str(getattr(seeder, n))
+            for n in names}
+
+
+@app.command()
+def keyphrases(
+    input: o.InputPath,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.")],
+    text_column: o.TextColumn = "text",
+    label_column: o.LabelColumn = None,
+    format: o.Format = None,
+    encoding: o.Encoding = "utf-8",
+    skip_invalid: o.SkipInvalid = False,
+    labels: o.Labels = None,
+    vocab: o.Vocab = "english",
+    embedder: o.Embedder = "minilm",
+    epsilon_vocab: o.EpsVocab = 1.0,
+    epsilon_kde: o.EpsKde = 5.0,
+    delta: o.Delta = 1e-5,
+    vocab_noise: o.VocabNoise = "laplace",
+    kde_noise: o.KdeNoise = "gaussian",
+    terms_per_doc: o.TermsPerDoc = 10,
+    vocab_size: o.VocabSize = 1000,
+    method: o.Method = "iterative",
+    ensemble: o.Ensemble = "log",
+    length: o.Length = 10,
+    features: o.Features = 4000,
+    bandwidth: o.Bandwidth = 1.0,
+    sampling: o.Sampling = "contrastive",
+    epsilon_labels: o.EpsLabels = 0.0,
+    sequences_per_class: Annotated[int | None, typer.Option(
+        help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
+    ] = None,
+    total_sequences: Annotated[int | None, typer.Option(
+        help="Total sequences, split equally or by the DP label histogram (--epsilon-labels)."
+    )] = None,
+    allow_noisy_classes: o.AllowNoisy = False,
+    seed: o.Seed = None,
+) -> None:
+    """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
+    from dptext.corpus import read_corpus, write_jsonl
+    from dptext.reporting import (
+        LABELS_FROM_DATA,
+        build_report,
+        print_report,
+        report_path,
+        write_report,
+    )
+
+    with o.user_errors():
+        declared = o.parse_labels(labels)
+        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
+                             fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+        console.print(f"read {corpus.source}: {len(corpus)} documents")
+        seeder, rng = fit_seeder(
+            corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
+            epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
+            terms_per_doc=terms_per_doc, vocab_size=vocab_size, method=method,
+            ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
+            sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
+            allow_noisy_classes=allow_noisy_classes)
+        if sequences_per_class is None and total_sequences is None:
+            sequences_per_class = 1000
+        started = time.perf_counter()
+        seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
+        n = write_jsonl((s.to_dict() for s in seqs), o.ensure_parent(out))
+        console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
+        notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
+        report = build_report(seeder.ledger_, command="keyphrases",
+                              parameters=seeder_parameters(seeder), notes=notes)
+        print_report(report, console)
+        console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -1,0 +1,108 @@
+"""Options shared by the commands that read a private corpus and fit DP-KPS.
+
+Each option is an ``Annotated`` alias, so ``keyphrases`` and ``generate`` declare
+the same flags with the same help and defaults (those of ``KeyphraseSeeder``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dptext.cli.app import console
+
+SEEDER = "DP-KPS"
+INPUT = "Input"
+
+InputPath = Annotated[str, typer.Option(
+    "--input", "-i", help="Private corpus: .csv, .jsonl, .parquet, a folder of <label>/*.txt, "
+    "or a bundled demo such as demo:bbc-news/train.", rich_help_panel=INPUT)]
+TextColumn = Annotated[str, typer.Option(help="Column holding the document text.",
+                                         rich_help_panel=INPUT)]
+LabelColumn = Annotated[str | None, typer.Option(
+    help="Column holding the label; omit for an unlabelled corpus.", rich_help_panel=INPUT)]
+Format = Annotated[str | None, typer.Option(
+    "--format", help="csv, jsonl, parquet or folder (default: from the extension).",
+    rich_help_panel=INPUT)]
+Encoding = Annotated[str, typer.Option(help="Text encoding of the input.", rich_help_panel=INPUT)]
+SkipInvalid = Annotated[bool, typer.Option(
+    help="Drop empty documents or rows without a label instead of stopping.",
+    rich_help_panel=INPUT)]
+Labels = Annotated[str | None, typer.Option(
+    help="Comma-separated public label set (otherwise read from the data and treated as "
+    "public).", rich_help_panel=INPUT)]
+
+Vocab = Annotated[str, typer.Option(
+    help="Public vocabulary: english, english:N, glove, glove:N, medical, or a file "
+    "(one term per line).", rich_help_panel=SEEDER)]
+Embedder = Annotated[str, typer.Option(
+    help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
+    rich_help_panel=SEEDER)]
+EpsVocab = Annotated[float, typer.Option(help="ε for the DP vocabulary.", rich_help_panel=SEEDER)]
+EpsKde = Annotated[float, typer.Option(help="ε for the DP KDE sketches.", rich_help_panel=SEEDER)]
+Delta = Annotated[float, typer.Option(
+    help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
+VocabNoise = Annotated[str, typer.Option(
+    help="laplace (pure ε, the paper's) or gaussian ((ε, δ)).", rich_help_panel=SEEDER)]
+KdeNoise = Annotated[str, typer.Option(
+    help="gaussian (L2 sensitivity: far less noise, the benchmarked default) or laplace "
+    "(pure ε, the paper's).", rich_help_panel=SEEDER)]
+TermsPerDoc = Annotated[int, typer.Option(
+    help="S: vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
+VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
+                                        rich_help_panel=SEEDER)]
+Method = Annotated[str, typer.Option(help="iterative or independent sequence generation.",
+                                     rich_help_panel=SEEDER)]
+Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
+                                       rich_help_panel=SEEDER)]
+Length = Annotated[int, typer.Option(help="L: keyphrases per sequence.", rich_help_panel=SEEDER)]
+Features = Annotated[int, typer.Option(help="Random Fourier features per sketch.",
+                                       rich_help_panel=SEEDER)]
+Bandwidth = Annotated[float, typer.Option(help="Kernel bandwidth for unit-norm embeddings.",
+                                          rich_help_panel=SEEDER)]
+Sampling = Annotated[str, typer.Option(
+    help="contrastive (class-specific terms first) or proportional (the paper's).",
+    rich_help_panel=SEEDER)]
+EpsLabels = Annotated[float, typer.Option(
+    help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes).",
+    rich_help_panel=SEEDER)]
+AllowNoisy = Annotated[bool, typer.Option(
+    help="Go on even when a class is far too small to carry signal.", rich_help_panel=SEEDER)]
+Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
+
+
+def parse_labels(labels: str | None) -> tuple[str, ...] | None:
+    if labels is None:
+        return None
+    out = tuple(s.strip() for s in labels.split(",") if s.strip())
+    if not out:
+        raise typer.BadParameter("--labels is empty")
+    return out
+
+
+@contextmanager
+def user_errors():
+    """Turn bad input into a one-line message and exit code 2, and show warnings."""
+    from dptext.corpus import InputError
+    from dptext.privacy import BudgetExceededError
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except (InputError, ValueError, BudgetExceededError) as e:
+            console.print(f"[bold red]error:[/bold red] {e}")
+            raise typer.Exit(2) from None
+        finally:
+            for w in caught:
+                if issubclass(w.category, UserWarning):
+                    console.print(f"[yellow]warning:[/yellow] {w.message}")
+
+
+def ensure_parent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path

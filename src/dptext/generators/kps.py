@@ -1,0 +1,326 @@
+"""DP-KPS keyphrase engine: from a private corpus to DP keyphrase sequences.
+
+``KeyphraseSeeder.fit`` makes every release of private information, each through
+``dptext.privacy`` and into ``ledger_``:
+
+1. the DP vocabulary Ṽ (appendix B.1): each document's first S distinct public
+   vocabulary terms, a noisy histogram over the whole public vocabulary, top N;
+2. optionally a noisy label histogram (to size classes in proportion);
+3. per class, the noisy sums of random-Fourier-feature sketches of the documents'
+   keyphrase sequences (one sketch, or the linear or logarithmic ensemble).
+
+``sample`` only post-processes those releases, so it can be called any number of
+times at no further privacy cost. Everything ``fit`` keeps (``released_vocabulary_``,
+``sketches_``, ``label_counts_``) is released data; the corpus is not retained.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dptext.corpus import Corpus, InputError
+from dptext.kde.rff import FourierFeatures
+from dptext.kde.sampler import (
+    SAMPLING,
+    SamplingStats,
+    candidate_sets,
+    sample_independent,
+    sample_iterative,
+    unigram_scores,
+)
+from dptext.kde.sketch import ENSEMBLES, ReleasedSketches, ensemble_blocks, release_sketches
+from dptext.privacy import (
+    NOISE_KINDS,
+    NoiseSpec,
+    PrivacyLedger,
+    Sensitivity,
+    gaussian_noise_multiplier,
+    release,
+)
+
+METHODS = ("independent", "iterative")
+ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
+
+
+@dataclass(frozen=True)
+class KeyphraseSequence:
+    """One DP keyphrase sequence and the class it was drawn for."""
+
+    label: str | None
+    keyphrases: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "keyphrases": list(self.keyphrases)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KeyphraseSequence:
+        return cls(label=d.get("label"), keyphrases=tuple(d["keyphrases"]))
+
+
+@dataclass
+class ClassSignal:
+    """Expected signal-to-noise of a class's KDE scores (shown to the curator only)."""
+
+    label: str | None
+    documents: int
+    snr: float
+
+
+@dataclass
+class KeyphraseSeeder:
+    """DP-KPS estimator: ``fit`` on a private corpus, then ``sample`` sequences.
+
+    Defaults were chosen by ``benchmarks/bench_keyphrase_utility.py`` (see
+    docs/benchmarks.md); the paper's own setting is ``kde_noise="laplace",
+    sampling="proportional"``.
+    """
+
+    vocab: Any = "english"
+    embedder: Any = "minilm"
+    epsilon_vocab: float = 1.0
+    epsilon_kde: float = 5.0
+    delta: float = 1e-5
+    vocab_noise: str = "laplace"
+    kde_noise: str = "gaussian"
+    terms_per_doc: int = 10
+    vocab_size: int = 1000
+    method: str = "iterative"
+    ensemble: str = "log"
+    length: int = 10
+    features: int = 4000
+    bandwidth: float = 1.0
+    sampling: str = "contrastive"
+    contrastive_keep: float = 0.1
+    max_terms_per_doc: int = 32
+    windows_per_doc: int = 8
+    labels: tuple[str, ...] | None = None
+    epsilon_labels: float = 0.0
+    allow_noisy_classes: bool = False
+    cache_dir: Any = None
+
+    # fitted (released) state
+    ledger_: PrivacyLedger = field(init=False, repr=False)
+    released_vocabulary_: tuple[str, ...] = field(init=False, repr=False)
+    sketches_: ReleasedSketches = field(init=False, repr=False)
+    label_counts_: dict | None = field(init=False, repr=False, default=None)
+    class_signal_: list[ClassSignal] = field(init=False, repr=False)
+    sampling_stats_: SamplingStats = field(init=False, repr=False)
+    embeddings_: np.ndarray = field(init=False, repr=False)  # of the released vocabulary
+    candidates_: dict = field(init=False, repr=False)  # per class, indices into it
+
+    # ---------------------------------------------------------------- checks
+    def _validate(self) -> None:
+        def positive(name: str, value: float) -> None:
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+        positive("epsilon_vocab", self.epsilon_vocab)
+        positive("epsilon_kde", self.epsilon_kde)
+        positive("bandwidth", self.bandwidth)
+        if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
+                and self.epsilon_labels >= 0):
+            raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
+        for name in ("terms_per_doc", "vocab_size", "length", "features", "max_terms_per_doc",
+                     "windows_per_doc"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
+                                     ("kde_noise", self.kde_noise, NOISE_KINDS),
+                                     ("method", self.method, METHODS),
+                                     ("ensemble", self.ensemble, ENSEMBLES),
+                                     ("sampling", self.sampling, SAMPLING)):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if not 0 < self.contrastive_keep <= 1:
+            raise ValueError("contrastive_keep must be in (0, 1]")
+        if self._gaussian_stages() and not (0 < self.delta < 1):
+            raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
+
+    def _gaussian_stages(self) -> list[str]:
+        return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
+                if k == "gaussian"]
+
+    def _noise(self, stage: str, epsilon: float) -> NoiseSpec:
+        """The one place where the run's δ is split: evenly over its Gaussian stages."""
+        kind = self.vocab_noise if stage == "vocab" else self.kde_noise
+        if kind == "laplace":
+            return NoiseSpec("laplace", epsilon)
+        return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
+
+    # ---------------------------------------------------------------- fitting
+    def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
+            progress=None) -> KeyphraseSeeder:
+        """Make all DP releases for ``corpus``; see the module docstring."""
+        from dptext.embed import load_embedder
+        from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
+
+        self._validate()
+        rng = np.random.default_rng() if rng is None else rng
+        step = progress or (lambda msg: None)
+        labels = self._class_labels(corpus)
+        self.ledger_ = PrivacyLedger()
+
+        step("public vocabulary")
+        vocab = self.vocab if isinstance(self.vocab, PublicVocabulary) else load_vocabulary(
+            self.vocab)
+        if self.vocab_size > len(vocab):
+            raise ValueError(f"vocab_size={self.vocab_size} exceeds the public vocabulary "
+                             f"({len(vocab)} terms)")
+        step("DP vocabulary")
+        self.released_vocabulary_ = self._release_vocabulary(corpus, vocab)
+
+        if self.epsilon_labels > 0:
+            step("DP label counts")
+            self.label_counts_ = self._release_label_counts(corpus, labels)
+
+        step("embedding the released vocabulary")
+        embedder = load_embedder(self.embedder, cache_dir=self.cache_dir) if isinstance(
+            self.embedder, str) else self.embedder
+        embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
+                                          dtype=np.float32)
+
+        step("document keyphrases")
+        released = PublicVocabulary("released", self.released_vocabulary_)
+        sequences = released.extractor().extract_many(
+            corpus.texts, max_terms=self.max_terms_per_doc, distinct=True)
+        by_class = self._sequences_by_class(corpus, labels, sequences)
+
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
+                                         rng) for b in blocks]
+        self.class_signal_ = self._check_class_sizes(by_class, len(blocks))
+        step("DP KDE sketches")
+        self.sketches_ = release_sketches(by_class, embeddings, features,
+                                          self._noise("kde", self.epsilon_kde), self.ledger_,
+                                          max_windows=self.windows_per_doc)
+        self.embeddings_ = embeddings
+        self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
+                                          self.sampling, self.contrastive_keep)
+        return self
+
+    def _class_labels(self, corpus: Corpus) -> list[str | None]:
+        if corpus.labels is None:
+            if self.labels:
+                raise InputError("labels were declared but the corpus has no label column")
+            return [None]
+        present = sorted(set(corpus.labels))
+        if self.labels is None:
+            return present
+        unknown = sorted(set(present) - set(self.labels))
+        if unknown:
+            raise InputError(f"{corpus.source}: labels {unknown} are not among the declared "
+                             f"labels {list(self.labels)}; declare them or fix the data")
+        return list(self.labels)
+
+    def _release_vocabulary(self, corpus: Corpus, vocab) -> tuple[str, ...]:
+        extractor = vocab.extractor()
+        firsts = extractor.extract_many(corpus.texts, max_terms=self.terms_per_doc, distinct=True)
+        counts = np.zeros(len(vocab), dtype=np.float64)
+        if any(len(f) for f in firsts):
+            flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
+            counts = np.bincount(flat, minlength=len(vocab)).astype(np.float64)
+        s = self.terms_per_doc
+        sens = Sensitivity(l1=s, l2=math.sqrt(s),
+                           reason=f"one document adds +1 to at most S={s} distinct terms")
+        noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
+                        ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
+        top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
+        return tuple(vocab.terms[i] for i in top)
+
+    def _release_label_counts(self, corpus: Corpus, labels: list) -> dict:
+        present = np.asarray(corpus.labels if corpus.labels is not None else [None] * len(corpus),
+                             dtype=object)
+        exact = np.array([(present == c).sum() for c in labels], dtype=np.float64)
+        sens = Sensitivity(l1=1.0, l2=1.0, reason="one document changes one class count by 1")
+        noisy = release(exact, sens, NoiseSpec("laplace", self.epsilon_labels),
+                        ledger=self.ledger_, name="label histogram")
+        return {c: float(max(v, 0.0)) for c, v in zip(labels, noisy, strict=True)}
+
+    @staticmethod
+    def _sequences_by_class(corpus: Corpus, labels: list, sequences: list) -> dict:
+        index = corpus.class_indices()
+        empty = np.empty(0, dtype=np.int64)
+        return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
+
+    def _check_class_sizes(self, by_class: dict, n_sketches: int) -> list[ClassSignal]:
+        """Warn (or refuse) when a class is too small for its sketch noise.
+
+        Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
+        class of n documents spreads by about n·I·c (c = ASSUMED_KERNEL_CONTRAST).
+        This uses exact class sizes: it is advice to the curator, never released.
+        """
+        total = n_sketches * self.features
+        spec = self._noise("kde", self.epsilon_kde)
+        if spec.kind == "laplace":
+            sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
+        else:
+            sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
+        out, weak = [], []
+        for label, seqs in by_class.items():
+            n = sum(1 for s in seqs if len(s))
+            snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
+            out.append(ClassSignal(label, n, snr))
+            if snr < 1:
+                weak.append((label, n, snr))
+        if weak:
+            worst = min(w[2] for w in weak)
+            listing = ", ".join(f"{lab!r} ({n} documents with keyphrases, signal/noise ≈ "
+                                f"{snr:.2g})" for lab, n, snr in weak)
+            advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
+                      "use --method independent, or merge small classes.")
+            if worst < 0.2 and not self.allow_noisy_classes:
+                raise InputError(f"classes too small for the requested privacy: {listing}. "
+                                 f"Their keyphrases would be pure noise. {advice} "
+                                 "(--allow-noisy-classes to go on anyway)")
+            warnings.warn(f"weak signal in classes {listing}: their sequences will be noisy. "
+                          f"{advice}", stacklevel=3)
+        return out
+
+    # ---------------------------------------------------------------- sampling
+    def class_sizes(self, n_per_class: int | None = None, total: int | None = None) -> dict:
+        """How many sequences to draw per class: equal, or in proportion to DP counts."""
+        labels = list(self.sketches_.sums)
+        if (n_per_class is None) == (total is None):
+            raise ValueError("give exactly one of n_per_class or total")
+        if n_per_class is not None:
+            return dict.fromkeys(labels, int(n_per_class))
+        if self.label_counts_ is None:
+            return {c: total // len(labels) + (i < total % len(labels))
+                    for i, c in enumerate(labels)}
+        weights = np.array([self.label_counts_[c] for c in labels]) + 1e-9
+        raw = total * weights / weights.sum()
+        sizes = np.floor(raw).astype(int)
+        sizes[np.argsort(-(raw - sizes))[: total - sizes.sum()]] += 1
+        return dict(zip(labels, sizes.tolist(), strict=True))
+
+    def sample(self, n_per_class: int | None = None, *, total: int | None = None,
+               rng: np.random.Generator | None = None) -> list[KeyphraseSequence]:
+        """Draw keyphrase sequences (post-processing: no privacy cost)."""
+        if not hasattr(self, "sketches_"):
+            raise RuntimeError("call fit() before sample()")
+        rng = np.random.default_rng() if rng is None else rng
+        self.sampling_stats_ = SamplingStats()
+        out: list[KeyphraseSequence] = []
+        vocab = np.asarray(self.released_vocabulary_, dtype=object)
+        scores = unigram_scores(self.sketches_, self.embeddings_) if self.method == "independent" \
+            else None
+        for label, n in self.class_sizes(n_per_class, total).items():
+            if n <= 0:
+                continue
+            cand = self.candidates_[label]
+            if self.method == "independent":
+                pos = sample_independent(scores[label][cand], n, self.length, rng,
+                                         self.sampling_stats_)
+            else:
+                pos = sample_iterative(self.sketches_, label, self.embeddings_, cand, n,
+                                       self.length, rng, self.sampling_stats_)
+            terms = vocab[cand[np.maximum(pos, 0)]]
+            for row, valid in zip(terms, pos >= 0, strict=True):
+                out.append(KeyphraseSequence(label, tuple(row[valid].tolist())))
+        return out

@@ -1,0 +1,205 @@
+"""Mechanisms, ledger and composition; statistical tests of the noise calibration.
+
+Statistical tests: a mechanism claiming ε at sensitivity Δ must not let an auditor
+prove ε' > ε from outputs on neighbouring inputs, and the same audit must catch a
+deliberately under-noised variant (half the noise). The worst neighbouring pair
+for an L1 (or L2) bound puts the whole shift Δ on one coordinate. Every coordinate
+of one wide release is an independent draw of the same one-coordinate mechanism
+(the scale depends only on Δ and ε), so a release of 40,000 coordinates gives
+20,000 samples under each neighbour in a single call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dptext.privacy import (
+    BudgetExceededError,
+    NoiseSpec,
+    PrivacyLedger,
+    Release,
+    Sensitivity,
+    compose,
+    gaussian_noise_multiplier,
+    mechanisms,
+    release,
+)
+from dptext.privacy.audit import epsilon_lower_bound
+
+N = 20_000
+
+
+def _samples(noise: NoiseSpec, sens: Sensitivity, shift: float) -> tuple[np.ndarray, np.ndarray]:
+    values = np.concatenate([np.zeros(N), np.full(N, shift)])
+    out = release(values, sens, noise, ledger=PrivacyLedger(), name="audit")
+    return out[:N], out[N:]
+
+
+def _half_noise_laplace(monkeypatch):
+    honest = mechanisms._laplace
+
+    def half(size, l1, epsilon):
+        meas, scale, _ = honest(size, l1, 2 * epsilon)  # noise for 2ε ...
+        return meas, 2 * scale, epsilon  # ... recorded as if it were ε
+
+    monkeypatch.setattr(mechanisms, "_laplace", half)
+
+
+def _half_noise_gaussian(monkeypatch):
+    honest = mechanisms._gaussian
+
+    def half(size, l2, epsilon, delta):
+        meas, scale, l2_eff = honest(size, l2 / 2, epsilon, delta)  # half the σ ...
+        return meas, 2 * scale, l2_eff * 2  # ... recorded as the full one
+
+    monkeypatch.setattr(mechanisms, "_gaussian", half)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_laplace_privacy_loss_within_claim(epsilon):
+    sens = Sensitivity(l1=3.0, l2=3.0, reason="test")
+    a, b = _samples(NoiseSpec("laplace", epsilon), sens, shift=3.0)
+    audit = epsilon_lower_bound(a, b)
+    assert audit.epsilon_lower_bound <= epsilon
+    assert audit.epsilon_lower_bound > 0.5 * epsilon  # the audit has power: it sees most of ε
+
+
+@pytest.mark.statistical
+def test_laplace_audit_catches_half_noise(monkeypatch):
+    _half_noise_laplace(monkeypatch)
+    epsilon = 1.0
+    ledger = PrivacyLedger()
+    values = np.concatenate([np.zeros(N), np.full(N, 3.0)])
+    out = release(values, Sensitivity(3.0, 3.0, "test"), NoiseSpec("laplace", epsilon),
+                  ledger=ledger, name="broken")
+    assert ledger.guarantee().epsilon == pytest.approx(epsilon)  # the ledger is fooled ...
+    assert epsilon_lower_bound(out[:N], out[N:]).epsilon_lower_bound > epsilon  # ... the audit not
+
+
+@pytest.mark.statistical
+def test_gaussian_privacy_loss_within_claim():
+    # (ε, δ) = (4, 1e-3): a regime where 20k samples can see the privacy profile
+    epsilon, delta = 4.0, 1e-3
+    a, b = _samples(NoiseSpec("gaussian", epsilon, delta), Sensitivity(2.0, 2.0, "t"), 2.0)
+    audit = epsilon_lower_bound(a, b, delta=delta)
+    assert audit.epsilon_lower_bound <= epsilon
+    assert audit.epsilon_lower_bound > 1.0
+
+
+@pytest.mark.statistical
+def test_gaussian_audit_catches_half_noise(monkeypatch):
+    _half_noise_gaussian(monkeypatch)
+    epsilon, delta = 4.0, 1e-3
+    a, b = _samples(NoiseSpec("gaussian", epsilon, delta), Sensitivity(2.0, 2.0, "t"), 2.0)
+    assert epsilon_lower_bound(a, b, delta=delta).epsilon_lower_bound > epsilon
+
+
+def test_laplace_scale_matches_sensitivity_over_epsilon():
+    ledger = PrivacyLedger()
+    release(np.zeros(100), Sensitivity(10.0, math.sqrt(10), "S=10"), NoiseSpec("laplace", 2.0),
+            ledger=ledger, name="h")
+    (r,) = ledger.releases
+    assert r.noise_scale == pytest.approx(5.0, rel=1e-6)
+    assert r.noise_scale >= 5.0  # rounding slack only ever adds noise
+    assert r.epsilon <= 2.0
+    assert r.neighbouring == "add/remove one document"
+
+
+def test_gaussian_scale_is_analytic_gaussian():
+    ledger = PrivacyLedger()
+    release(np.zeros(10), Sensitivity(1.0, 3.0, "t"), NoiseSpec("gaussian", 1.0, 1e-5),
+            ledger=ledger, name="g")
+    (r,) = ledger.releases
+    assert r.noise_scale == pytest.approx(3.0 * gaussian_noise_multiplier(1.0, 1e-5), rel=1e-6)
+    # the classical bound σ = Δ·√(2 ln(1.25/δ))/ε is looser than the analytic one
+    assert r.noise_scale < 3.0 * math.sqrt(2 * math.log(1.25 / 1e-5))
+
+
+def test_noise_is_not_numpy_and_varies():
+    ledger = PrivacyLedger()
+    x = release(np.zeros(1000), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0), ledger=ledger,
+                name="a")
+    y = release(np.zeros(1000), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0), ledger=ledger,
+                name="b")
+    assert not np.allclose(x, y)
+    assert np.std(x) == pytest.approx(math.sqrt(2), rel=0.15)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_epsilon_rejected(bad):
+    with pytest.raises(ValueError, match="epsilon"):
+        NoiseSpec("laplace", bad)
+
+
+def test_bad_delta_and_kind_rejected():
+    with pytest.raises(ValueError, match="delta"):
+        NoiseSpec("gaussian", 1.0, 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        NoiseSpec("laplace", 1.0, 1e-5)
+    with pytest.raises(ValueError, match="noise"):
+        NoiseSpec("uniform", 1.0)
+
+
+def test_release_refuses_non_finite_statistic():
+    with pytest.raises(ValueError, match="NaN"):
+        release(np.array([1.0, np.nan]), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0),
+                ledger=PrivacyLedger(), name="x")
+
+
+def _r(eps, delta=0.0, mech="laplace", mult=1.0, part=None, group=None):
+    return Release(name="r", mechanism=mech, neighbouring="add/remove one document",
+                   sensitivity_norm="L1", sensitivity=1.0, sensitivity_reason="", noise_scale=1.0,
+                   noise_multiplier=mult, dimension=1, epsilon=eps, delta=delta, partition=part,
+                   parallel_group=group)
+
+
+def test_composition_basic_and_parallel():
+    g = compose([_r(1.0), _r(2.0)])
+    assert (g.epsilon, g.delta) == (3.0, 0.0)
+    parallel = [_r(5.0, part=f"class={c}", group="kde") for c in "abc"]
+    assert compose([_r(1.0), *parallel]).epsilon == pytest.approx(6.0)
+    # two releases on the same partition compose; the worst partition counts
+    uneven = [_r(2.0, part="a", group="kde"), _r(2.0, part="a", group="kde"),
+              _r(3.0, part="b", group="kde")]
+    assert compose(uneven).epsilon == pytest.approx(4.0)
+
+
+def test_gaussian_composition_uses_pld_and_is_never_worse_than_basic():
+    mult = gaussian_noise_multiplier(1.0, 1e-6)
+    gs = [_r(1.0, 1e-6, "gaussian", mult) for _ in range(10)]
+    g = compose(gs)
+    assert g.delta == pytest.approx(1e-5)
+    assert g.epsilon < 10.0  # PLD beats basic composition for many Gaussians
+    assert g.epsilon > 1.0
+    mixed = compose([*gs, _r(1.0)])
+    assert mixed.epsilon == pytest.approx(g.epsilon + 1.0)
+
+
+def test_ledger_cap_refuses_release():
+    ledger = PrivacyLedger(epsilon_cap=1.5)
+    release(np.zeros(3), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0), ledger=ledger,
+            name="first")
+    with pytest.raises(BudgetExceededError, match="over its budget"):
+        release(np.zeros(3), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0), ledger=ledger,
+                name="second")
+    assert len(ledger.releases) == 1
+
+
+def test_ledger_round_trip(tmp_path):
+    ledger = PrivacyLedger()
+    release(np.zeros(3), Sensitivity(1, 1, "t"), NoiseSpec("gaussian", 1.0, 1e-6), ledger=ledger,
+            name="g")
+    ledger.save(tmp_path / "p.json")
+    again = PrivacyLedger.load(tmp_path / "p.json")
+    assert again.releases == ledger.releases
+    assert again.guarantee() == ledger.guarantee()
+
+
+def test_audit_detects_nothing_between_identical_distributions():
+    rng = np.random.default_rng(1)
+    res = epsilon_lower_bound(rng.normal(size=5000), rng.normal(size=5000))
+    assert res.epsilon_lower_bound < 0.2
