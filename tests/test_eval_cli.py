@@ -6,56 +6,13 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 from typer.testing import CliRunner
 
 from dptext.cli import app
-from dptext.corpus import read_corpus, write_jsonl
+from dptext.corpus import write_jsonl
 from dptext.evaluate.data import Labelled, read_synthetic
 from dptext.evaluate.suite import EvalConfig, evaluate
 from eval_helpers import HashEncoder, toy_corpus
-
-CANARY = "Pt Robin Kramer was admitted to the hospital at 789 Elmford St, Maplegreen."
-
-
-def _slice(corpus, n_per_class, offset=0):
-    idx = []
-    for ix in corpus.class_indices().values():
-        idx.extend(ix[offset:offset + n_per_class].tolist())
-    return corpus.subset(idx)
-
-
-@pytest.fixture(scope="session")
-def bbc_report(tmp_path_factory):
-    """A real report: BBC train slice as 'synthetic', BBC test slice as real test."""
-    d = tmp_path_factory.mktemp("bbc")
-    train, test = read_corpus("demo:bbc-news/train"), read_corpus("demo:bbc-news/test")
-    syn, private = _slice(train, 10), _slice(train, 20, offset=10)
-    test = _slice(test, 10)
-    unl = _slice(read_corpus("demo:bbc-news/test"), 4, offset=10)
-    # the canary "leaks": it is planted in one synthetic document
-    texts = list(syn.texts)
-    texts[0] = texts[0] + " " + CANARY
-    write_jsonl(({"text": t, "label": lab, "keyphrases": []}
-                 for t, lab in zip(texts, syn.labels, strict=True)), d / "synthetic.jsonl")
-    (d / "privacy.json").write_text(json.dumps(
-        {"guarantee": {"epsilon": 6.0, "delta": 1e-5, "method": "test"}, "releases": []}))
-    rng = np.random.default_rng(0)
-    pd.DataFrame({"text": test.texts, "label": test.labels,
-                  "sex": rng.choice(["F", "M"], len(test))}).to_csv(d / "test.csv", index=False)
-    pd.DataFrame({"text": private.texts, "label": private.labels}).to_csv(d / "train.csv",
-                                                                          index=False)
-    pd.DataFrame({"text": unl.texts}).to_csv(d / "client.csv", index=False)
-    (d / "canaries.jsonl").write_text(json.dumps({"text": CANARY, "secret": "Robin Kramer"})
-                                      + "\n")
-    out = d / "report"
-    res = CliRunner().invoke(app, [
-        "evaluate", "--synthetic", str(d / "synthetic.jsonl"), "--real-test", str(d / "test.csv"),
-        "--real-unlabeled", str(d / "client.csv"), "--private", str(d / "train.csv"),
-        "--group-columns", "sex", "--canaries", str(d / "canaries.jsonl"),
-        "--coherence-max-docs", "4", "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    return out
 
 
 def test_evaluate_cli_writes_metrics_and_report(bbc_report):
