@@ -41,7 +41,9 @@ def evaluate(
         None, help="Canaries planted before generation: text (one a line) or JSONL "
                    "{text, secret}."),
     leakage: bool = typer.Option(True, help="n-gram and entity leakage (needs --private)."),
-    ner: bool = typer.Option(True, help="Entity leakage with spaCy NER."),
+    ner: bool = typer.Option(True, help="Entity leakage (named entities of the private data)."),
+    ner_backend: str = typer.Option("spacy", help="spacy (en_core_web_sm) or presidio (PII "
+                                                  "recognisers on the same spaCy model)."),
     ner_max_docs: int = typer.Option(2000, help="Private documents scanned by NER at most."),
     fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map."),
     coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs."),
@@ -74,8 +76,11 @@ def evaluate(
         unl = None if real_unlabeled is None else read_real(
             real_unlabeled, text_column=text_column, label_column=None)
         cans = tuple(read_canaries(canaries)) if canaries else ()
+        if ner_backend not in ("spacy", "presidio"):
+            raise InputError(f"--ner-backend must be spacy or presidio, not {ner_backend!r}")
         cfg = EvalConfig(classifiers=clfs, encoder=encoder, coral_weight=coral_weight,
                          seed=seed, leakage=leakage, ner=ner, ner_max_docs=ner_max_docs,
+                         ner_backend=ner_backend,
                          canaries=cans, fidelity=fidelity, coherence=coherence,
                          coherence_max_docs=coherence_max_docs, group_columns=groups)
         with console.status("evaluating") as status:

@@ -120,8 +120,13 @@ def _ner_spacy(texts: Sequence[str]) -> list[list[tuple[str, int, int]]]:
 
 def _ner_presidio(texts: Sequence[str]) -> list[list[tuple[str, int, int]]]:
     """PII spans (PERSON, EMAIL_ADDRESS, PHONE_NUMBER, …) found by presidio on spaCy."""
+    import tldextract
     from presidio_analyzer import AnalyzerEngine
     from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    # Offline: the e-mail/URL recognisers use tldextract; use its bundled suffix list
+    # instead of fetching one from the network.
+    tldextract.tldextract.TLD_EXTRACTOR = tldextract.TLDExtract(suffix_list_urls=())
 
     provider = NlpEngineProvider(nlp_configuration={
         "nlp_engine_name": "spacy",
@@ -331,7 +336,8 @@ def leakage_report(synthetic, private, *, canaries: Sequence[str] = (), ner: boo
                 idx = np.random.default_rng(seed).choice(len(prv), ner_max_docs, replace=False)
                 sample = [prv[i] for i in sorted(idx)]
             try:
-                out["entities"] = entity_leakage(syn, sample, backend=ner_backend)
+                types = IDENTIFYING_TYPES if ner_backend == "spacy" else None  # presidio: all PII
+                out["entities"] = entity_leakage(syn, sample, backend=ner_backend, types=types)
                 out["entities"]["private_docs_scanned"] = len(sample)
             except (ImportError, OSError) as e:
                 out["entities"] = {"skipped": f"NER model unavailable ({e}); install the eval "

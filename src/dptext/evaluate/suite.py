@@ -36,6 +36,7 @@ class EvalConfig:
     leakage: bool = True
     ner: bool = True
     ner_max_docs: int = 2000
+    ner_backend: str = "spacy"
     canaries: tuple[str, ...] = ()
     fidelity: bool = True
     map_points: int = 800
@@ -179,7 +180,8 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
         say("privacy leakage")
         metrics["leakage"], metrics["timings_s"]["leakage"] = _timed(
             leakage_report, synthetic, private, canaries=cfg.canaries,
-            ner=cfg.ner and cfg.leakage, ngrams=cfg.leakage, ner_max_docs=cfg.ner_max_docs)
+            ner=cfg.ner and cfg.leakage, ngrams=cfg.leakage, ner_max_docs=cfg.ner_max_docs,
+            ner_backend=cfg.ner_backend, seed=cfg.seed)
 
     if cfg.group_columns:
         from dptext.evaluate.fairness import fairness_report

@@ -203,7 +203,9 @@ def finetune_classifier(model, train_texts: Sequence[str], y_train: np.ndarray,
     enc = copy.deepcopy(model)
     enc.max_seq_length = max_seq_length
     cfg = MLPConfig()
-    features, out = _build_head(enc.get_sentence_embedding_dimension(), n_classes, cfg)
+    get_dim = getattr(enc, "get_embedding_dimension", None) or \
+        enc.get_sentence_embedding_dimension
+    features, out = _build_head(get_dim(), n_classes, cfg)
     params = list(enc.parameters()) + list(features.parameters()) + list(out.parameters())
     opt = torch.optim.AdamW([
         {"params": list(enc.parameters()), "lr": lr},
@@ -213,8 +215,10 @@ def finetune_classifier(model, train_texts: Sequence[str], y_train: np.ndarray,
     yt = torch.from_numpy(y_train.astype(np.float32 if multilabel else np.int64))
     loss_fn = torch.nn.BCEWithLogitsLoss() if multilabel else torch.nn.CrossEntropyLoss()
 
+    prep = getattr(enc, "preprocess", None) or enc.tokenize
+
     def embed(texts):
-        feats = enc.tokenize(list(texts))
+        feats = prep(list(texts))
         return enc(feats)["sentence_embedding"]
 
     n = len(train_texts)
