@@ -95,3 +95,17 @@ def test_filter_cli_keeps_coherent_docs(tmp_path, onnx_model):
     kept = [json.loads(x) for x in out.read_text().splitlines()]
     assert [k["text"] for k in kept] == [docs[1]] and kept[0]["nli_score"] == 1.0
     assert (out.parent / "privacy.json").exists()
+
+
+def test_llm_judge_adapter_parses_answers():
+    from dptext.evaluate.coherence import LLMJudgeNLI
+
+    prompts = []
+
+    def complete(prompt):
+        prompts.append(prompt)
+        return " Yes." if "closed" in prompt else "no"
+
+    judge = LLMJudgeNLI(complete)
+    p = judge.contradiction_prob([("It is open.", "It is closed."), ("A.", "B.")])
+    assert p.tolist() == [1.0, 0.0] and "Sentence 2: It is closed." in prompts[0]

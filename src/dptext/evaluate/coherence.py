@@ -86,6 +86,27 @@ class OnnxNLI:
         return np.concatenate(out) if out else np.zeros(0)
 
 
+class LLMJudgeNLI:
+    """A local LLM as the contradiction judge: ``complete(prompt) -> str`` is any callable
+    (e.g. a ``dptext.llm`` backend wired in by the CLI layer; ``evaluate/`` imports no LLM).
+
+    The synthetic text is released data, so sending it to an LLM is allowed.
+    """
+
+    PROMPT = ("Do these two sentences contradict each other? Answer only yes or no.\n"
+              "Sentence 1: {a}\nSentence 2: {b}\nAnswer:")
+
+    def __init__(self, complete):
+        self.complete = complete
+
+    def contradiction_prob(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        out = []
+        for a, b in pairs:
+            answer = str(self.complete(self.PROMPT.format(a=a, b=b))).strip().lower()
+            out.append(1.0 if answer.startswith("yes") else 0.0)
+        return np.array(out)
+
+
 @lru_cache(maxsize=2)
 def get_model(backend: str = "onnx") -> ContradictionModel:
     if backend == "onnx":
