@@ -106,7 +106,7 @@ def fidelity_and_diversity(synthetic, test, embed, map_points: int = 800, seed: 
                            reference=None) -> dict:
     e_syn, e_test = embed(synthetic.texts), embed(test.texts)
     out: dict = {"frechet_distance": frechet_distance(e_test, e_syn)}
-    if reference is not None and not synthetic.keyphrase_only:
+    if reference is not None:
         out["frechet_reference"] = frechet_distance(e_test, embed(reference.texts))
     out["centroid_cosine"] = float(
         e_syn.mean(0) @ e_test.mean(0)

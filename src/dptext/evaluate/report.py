@@ -336,7 +336,8 @@ margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
 h1{margin-bottom:.1em} .sub{color:#666;margin-top:0}
 table{border-collapse:collapse;margin:.6em 0 1em;font-size:.92em}
 th,td{border:1px solid #ddd;padding:.3em .6em;text-align:left;vertical-align:top}
-th{background:#f4f4f4} table.summary td:nth-child(2){font-weight:600;white-space:nowrap}
+th{background:#f4f4f4} table.summary td:nth-child(2){font-weight:600;min-width:16em}
+table.summary td:first-child{min-width:12em}
 table.summary td:nth-child(3){color:#555} table.excerpts td:last-child{font-family:monospace;
 font-size:.85em;max-width:600px} .note{color:#8a5a00} .skip{color:#999;font-style:italic}
 figure{display:inline-block;margin:.5em 1em .5em 0} img.plot{max-width:100%}

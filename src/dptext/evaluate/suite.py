@@ -169,10 +169,11 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
     if cfg.fidelity:
         from dptext.evaluate.fidelity import fidelity_and_diversity
 
+        # a keyphrase file is compared with the real documents' phrase sequences (same form)
         say("fidelity and diversity")
         metrics["fidelity"], metrics["timings_s"]["fidelity"] = _timed(
-            fidelity_and_diversity, synthetic, test, embed, cfg.map_points, cfg.seed,
-            reference=private)
+            fidelity_and_diversity, synthetic, test_u, embed, cfg.map_points, cfg.seed,
+            reference=private_u)
 
     if cfg.leakage or cfg.canaries:
         from dptext.evaluate.leakage import leakage_report
