@@ -27,9 +27,9 @@ def bbc_report(tmp_path_factory):
     """A real report: BBC train slice as 'synthetic', BBC test slice as real test."""
     d = tmp_path_factory.mktemp("bbc")
     train, test = read_corpus("demo:bbc-news/train"), read_corpus("demo:bbc-news/test")
-    syn, private = _slice(train, 10), _slice(train, 20, offset=10)
-    test = _slice(test, 10)
-    unl = _slice(read_corpus("demo:bbc-news/test"), 4, offset=10)
+    syn, private = _slice(train, 6), _slice(train, 12, offset=6)
+    test = _slice(test, 8)
+    unl = _slice(read_corpus("demo:bbc-news/test"), 3, offset=8)
     # the canary "leaks": it is planted in one synthetic document
     texts = list(syn.texts)
     texts[0] = texts[0] + " " + CANARY
