@@ -17,6 +17,22 @@ def _split(s: str | None) -> tuple[str, ...]:
     return tuple(p.strip() for p in (s or "").split(",") if p.strip())
 
 
+def _read_private(path: str, text_column: str, label_column: str, label_sep: str | None):
+    """The private corpus, labelled if it has the label column (the ceiling needs labels;
+    the leakage checks do not)."""
+    from dptext.evaluate.data import read_real
+
+    try:
+        return read_real(path, text_column=text_column, label_column=label_column,
+                         label_sep=label_sep)
+    except InputError as e:
+        if f"no column {label_column!r}" not in str(e):
+            raise
+        console.print(f"[yellow]note:[/yellow] {path} has no {label_column!r} column: "
+                      "no utility ceiling, leakage checks only")
+        return read_real(path, text_column=text_column, label_column=None)
+
+
 @app.command()
 def evaluate(
     synthetic: Path = typer.Option(..., help="Synthetic corpus or keyphrase file (JSONL)."),
@@ -71,8 +87,8 @@ def evaluate(
         syn = read_synthetic(synthetic)
         test = read_real(real_test, text_column=text_column, label_column=label_column,
                          label_sep=label_sep, extra_columns=groups)
-        prv = None if private is None else read_real(
-            private, text_column=text_column, label_column=label_column, label_sep=label_sep)
+        prv = None if private is None else _read_private(private, text_column, label_column,
+                                                         label_sep)
         unl = None if real_unlabeled is None else read_real(
             real_unlabeled, text_column=text_column, label_column=None)
         cans = tuple(read_canaries(canaries)) if canaries else ()
