@@ -8,8 +8,8 @@ PY := .venv/bin/python
 setup: .venv/.setup-done
 
 demo: setup
-	$(PY) -m dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
-	  --vocab english --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
+	.venv/bin/dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
+	  --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
 	  --method iterative --out out/sequences.jsonl
 
 chromium:

@@ -34,10 +34,11 @@ def fit_seeder(corpus, *, seed: int | None, **params):
 
 def seeder_parameters(seeder) -> dict:
     """The public parameters of a fitted seeder, for the report."""
-    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise",
+    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
+             "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels")
+             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
     return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
                                                  type(None)) else str(getattr(seeder, n))
             for n in names}
@@ -53,14 +54,16 @@ def keyphrases(
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = "english",
+    vocab: o.Vocab = "english:20000",
     embedder: o.Embedder = "minilm",
-    epsilon_vocab: o.EpsVocab = 1.0,
-    epsilon_kde: o.EpsKde = 5.0,
+    epsilon_vocab: o.EpsVocab = None,
+    epsilon_kde: o.EpsKde = None,
+    epsilon: o.Epsilon = None,
+    vocab_share: o.VocabShare = 0.3,
     delta: o.Delta = 1e-5,
-    vocab_noise: o.VocabNoise = "laplace",
+    vocab_noise: o.VocabNoise = "gaussian",
     kde_noise: o.KdeNoise = "gaussian",
-    terms_per_doc: o.TermsPerDoc = 10,
+    terms_per_doc: o.TermsPerDoc = 80,
     vocab_size: o.VocabSize = 1000,
     method: o.Method = "iterative",
     ensemble: o.Ensemble = "log",
@@ -68,6 +71,7 @@ def keyphrases(
     features: o.Features = 4000,
     bandwidth: o.Bandwidth = 1.0,
     sampling: o.Sampling = "contrastive",
+    vocab_noise_terms: o.VocabNoiseTerms = 10.0,
     epsilon_labels: o.EpsLabels = 0.0,
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
@@ -94,9 +98,11 @@ def keyphrases(
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         console.print(f"read {corpus.source}: {len(corpus)} documents")
         seeder, rng = fit_seeder(
-            corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
-            epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
-            terms_per_doc=terms_per_doc, vocab_size=vocab_size, method=method,
+            corpus, seed=seed, vocab=vocab, embedder=embedder, delta=delta,
+            vocab_share=vocab_share, **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
+            vocab_noise=vocab_noise, kde_noise=kde_noise,
+            terms_per_doc=terms_per_doc, vocab_size=vocab_size,
+            vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             allow_noisy_classes=allow_noisy_classes)

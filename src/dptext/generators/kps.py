@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from dptext.corpus import Corpus, InputError
 from dptext.kde.rff import FourierFeatures
@@ -38,13 +39,32 @@ from dptext.privacy import (
     NOISE_KINDS,
     NoiseSpec,
     PrivacyLedger,
+    Release,
     Sensitivity,
     gaussian_noise_multiplier,
     release,
 )
+from dptext.privacy.budget import split_budget
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
+
+
+def noise_floor(released: Release, size: int, false_terms: float) -> float:
+    """Noisy count above which ≤ ``false_terms`` zero-count terms are expected to lie.
+
+    Top-N of a noisy histogram over a large public vocabulary is mostly terms whose
+    true count is 0 but whose noise is the largest of ``size`` draws. Keeping only
+    terms above this floor is post-processing of the released histogram (no privacy
+    cost) and uses only the recorded noise scale. ``false_terms >= size`` keeps all
+    (the paper's plain top-N).
+    """
+    p = min(false_terms / size, 1.0)
+    if p >= 0.5:
+        return -math.inf
+    if released.mechanism == "laplace":  # P(X > t) = exp(-t/b) / 2
+        return released.noise_scale * math.log(1.0 / (2.0 * p))
+    return released.noise_scale * float(stats.norm.isf(p))
 
 
 @dataclass(frozen=True)
@@ -75,20 +95,24 @@ class ClassSignal:
 class KeyphraseSeeder:
     """DP-KPS estimator: ``fit`` on a private corpus, then ``sample`` sequences.
 
-    Defaults were chosen by ``benchmarks/bench_keyphrase_utility.py`` (see
-    docs/benchmarks.md); the paper's own setting is ``kde_noise="laplace",
-    sampling="proportional"``.
+    Defaults were chosen by measurement on BBC News (docs/method.md, and
+    ``benchmarks/bench_keyphrase_utility.py`` in docs/benchmarks.md); the paper's own
+    setting is ``vocab_noise="laplace", kde_noise="laplace", terms_per_doc=10,
+    sampling="proportional", vocab_noise_terms=inf, features=1000``.
     """
 
-    vocab: Any = "english"
+    vocab: Any = "english:20000"
     embedder: Any = "minilm"
-    epsilon_vocab: float = 1.0
-    epsilon_kde: float = 5.0
+    epsilon_vocab: float | None = 1.0
+    epsilon_kde: float | None = 5.0
     delta: float = 1e-5
-    vocab_noise: str = "laplace"
+    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    vocab_share: float = 0.3
+    vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
-    terms_per_doc: int = 10
+    terms_per_doc: int = 80
     vocab_size: int = 1000
+    vocab_noise_terms: float = 10.0
     method: str = "iterative"
     ensemble: str = "log"
     length: int = 10
@@ -96,7 +120,7 @@ class KeyphraseSeeder:
     bandwidth: float = 1.0
     sampling: str = "contrastive"
     contrastive_keep: float = 0.1
-    max_terms_per_doc: int = 32
+    max_terms_per_doc: int | None = None  # None: the sequence length L
     windows_per_doc: int = 8
     labels: tuple[str, ...] | None = None
     epsilon_labels: float = 0.0
@@ -119,14 +143,18 @@ class KeyphraseSeeder:
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
-        positive("epsilon_vocab", self.epsilon_vocab)
-        positive("epsilon_kde", self.epsilon_kde)
+        if self.epsilon is None:
+            positive("epsilon_vocab", self.epsilon_vocab)
+            positive("epsilon_kde", self.epsilon_kde)
+        else:
+            positive("epsilon", self.epsilon)
+            if not 0 < self.vocab_share < 1:
+                raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
         positive("bandwidth", self.bandwidth)
         if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
-        for name in ("terms_per_doc", "vocab_size", "length", "features", "max_terms_per_doc",
-                     "windows_per_doc"):
+        for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -137,6 +165,11 @@ class KeyphraseSeeder:
                                      ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if self.max_terms_per_doc is not None and not (
+                isinstance(self.max_terms_per_doc, int) and self.max_terms_per_doc >= 1):
+            raise ValueError("max_terms_per_doc must be a positive integer or None")
+        if not self.vocab_noise_terms >= 0:  # inf allowed: the paper's plain top-N
+            raise ValueError("vocab_noise_terms must be >= 0")
         if not 0 < self.contrastive_keep <= 1:
             raise ValueError("contrastive_keep must be in (0, 1]")
         if self._gaussian_stages() and not (0 < self.delta < 1):
@@ -146,12 +179,17 @@ class KeyphraseSeeder:
         return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
                 if k == "gaussian"]
 
-    def _noise(self, stage: str, epsilon: float) -> NoiseSpec:
-        """The one place where the run's δ is split: evenly over its Gaussian stages."""
-        kind = self.vocab_noise if stage == "vocab" else self.kde_noise
-        if kind == "laplace":
-            return NoiseSpec("laplace", epsilon)
-        return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
+    def noise_specs(self) -> dict[str, NoiseSpec]:
+        """The noise of each stage: from the total ε (split by ``split_budget``), or from
+        the per-stage ε with the run's δ split evenly over its Gaussian stages."""
+        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
+        if self.epsilon is not None:
+            return split_budget(self.epsilon, self.delta,
+                                {"vocab": self.vocab_share, "kde": 1 - self.vocab_share}, kinds)
+        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde}
+        n_gauss = len(self._gaussian_stages())
+        return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
+                for s, k in kinds.items()}
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
@@ -164,6 +202,10 @@ class KeyphraseSeeder:
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         labels = self._class_labels(corpus)
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        index = corpus.class_indices()  # before any release: a refusal spends nothing
+        self.class_signal_ = self._check_class_sizes(
+            {c: len(index.get(c, ())) for c in labels}, len(blocks))
         self.ledger_ = PrivacyLedger()
 
         step("public vocabulary")
@@ -188,20 +230,19 @@ class KeyphraseSeeder:
         step("document keyphrases")
         released = PublicVocabulary("released", self.released_vocabulary_)
         sequences = released.extractor().extract_many(
-            corpus.texts, max_terms=self.max_terms_per_doc, distinct=True)
+            corpus.texts, max_terms=self.max_terms_per_doc or self.length, distinct=True)
         by_class = self._sequences_by_class(corpus, labels, sequences)
 
-        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng) for b in blocks]
-        self.class_signal_ = self._check_class_sizes(by_class, len(blocks))
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          self._noise("kde", self.epsilon_kde), self.ledger_,
+                                          self.noise_specs()["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
-                                          self.sampling, self.contrastive_keep)
+                                          self.sampling, self.contrastive_keep,
+                                          min_keep=2 * self.length)
         return self
 
     def _class_labels(self, corpus: Corpus) -> list[str | None]:
@@ -228,10 +269,18 @@ class KeyphraseSeeder:
         s = self.terms_per_doc
         sens = Sensitivity(l1=s, l2=math.sqrt(s),
                            reason=f"one document adds +1 to at most S={s} distinct terms")
-        noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
+        noisy = release(counts, sens, self.noise_specs()["vocab"],
                         ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
         top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
-        return tuple(vocab.terms[i] for i in top)
+        floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
+        kept = top[noisy[top] > floor]
+        if kept.size < self.length:  # too little signal: keep the top terms anyway
+            warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
+                          f"{self.noise_specs()['vocab']}; keeping the top {self.length}. "
+                          "Raise --epsilon-vocab or use a smaller public vocabulary.",
+                          stacklevel=3)
+            kept = top[: self.length]
+        return tuple(vocab.terms[i] for i in kept)
 
     def _release_label_counts(self, corpus: Corpus, labels: list) -> dict:
         present = np.asarray(corpus.labels if corpus.labels is not None else [None] * len(corpus),
@@ -248,7 +297,7 @@ class KeyphraseSeeder:
         empty = np.empty(0, dtype=np.int64)
         return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
 
-    def _check_class_sizes(self, by_class: dict, n_sketches: int) -> list[ClassSignal]:
+    def _check_class_sizes(self, sizes: dict, n_sketches: int) -> list[ClassSignal]:
         """Warn (or refuse) when a class is too small for its sketch noise.
 
         Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
@@ -256,21 +305,20 @@ class KeyphraseSeeder:
         This uses exact class sizes: it is advice to the curator, never released.
         """
         total = n_sketches * self.features
-        spec = self._noise("kde", self.epsilon_kde)
+        spec = self.noise_specs()["kde"]
         if spec.kind == "laplace":
             sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
         else:
             sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
         out, weak = [], []
-        for label, seqs in by_class.items():
-            n = sum(1 for s in seqs if len(s))
+        for label, n in sizes.items():
             snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
             out.append(ClassSignal(label, n, snr))
             if snr < 1:
                 weak.append((label, n, snr))
         if weak:
             worst = min(w[2] for w in weak)
-            listing = ", ".join(f"{lab!r} ({n} documents with keyphrases, signal/noise ≈ "
+            listing = ", ".join(f"{lab!r} ({n} documents, signal/noise ≈ "
                                 f"{snr:.2g})" for lab, n, snr in weak)
             advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
                       "use --method independent, or merge small classes.")

@@ -52,12 +52,13 @@ def unigram_scores(sketches: ReleasedSketches, embeddings: np.ndarray) -> dict:
     return {c: score_matrix(ff, sums[j], zero, phase)[0] for c, sums in sketches.sums.items()}
 
 
-def candidate_sets(unigram: dict, sampling: str, keep: float) -> dict:
+def candidate_sets(unigram: dict, sampling: str, keep: float, min_keep: int = 1) -> dict:
     """Candidate term indices per class.
 
     proportional: every term. contrastive: the ``keep`` fraction of terms whose
     clipped score for the class is highest relative to the term's mean clipped score
-    over all classes (post-processing of released sketches: no privacy cost).
+    over all classes, but at least ``min_keep`` (post-processing of released
+    sketches: no privacy cost).
     """
     classes = list(unigram)
     n_terms = len(next(iter(unigram.values())))
@@ -68,7 +69,7 @@ def candidate_sets(unigram: dict, sampling: str, keep: float) -> dict:
     clipped = np.maximum(np.stack([unigram[c] for c in classes]), 0.0)
     mean = clipped.mean(axis=0)
     ratio = np.divide(clipped, mean, out=np.zeros_like(clipped), where=mean > 0)
-    k = max(1, round(keep * n_terms))
+    k = min(n_terms, max(1, min_keep, round(keep * n_terms)))
     out = {}
     for i, c in enumerate(classes):
         order = np.argsort(-ratio[i], kind="stable")[:k]

@@ -1,0 +1,206 @@
+"""DP-KPS estimator: end to end on real data, the vocabulary mechanism's privacy, edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dptext.corpus import Corpus, InputError, read_corpus
+from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence, noise_floor
+from dptext.privacy import PrivacyLedger, mechanisms
+from dptext.privacy.audit import epsilon_lower_bound
+from dptext.text import extract
+from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
+
+
+@pytest.fixture(scope="module")
+def bbc_small():
+    train = read_corpus("demo:bbc-news/train")
+    rng = np.random.default_rng(0)
+    return train.subset(rng.choice(len(train), 400, replace=False))
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from dptext.embed import load_embedder
+
+    return load_embedder("minilm", cache_dir=None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["iterative", "independent"])
+def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
+    seeder = KeyphraseSeeder(vocab=load_vocabulary("english:20000"), embedder=minilm,
+                             epsilon_vocab=4.0, epsilon_kde=5.0, vocab_noise="gaussian",
+                             terms_per_doc=80, method=method, features=500, length=6)
+    seeder.fit(bbc_small, rng=np.random.default_rng(0))
+    g = seeder.ledger_.guarantee()
+    assert g.epsilon <= 7.0 + 1e-9 and g.delta == pytest.approx(1e-5)
+    assert seeder.ledger_.releases[0].name.startswith("vocabulary histogram")
+    assert sum(r.parallel_group is not None for r in seeder.ledger_.releases) == 5
+    seqs = seeder.sample(20, rng=np.random.default_rng(1))
+    n_releases = len(seeder.ledger_.releases)
+    assert len(seqs) == 100 and {s.label for s in seqs} == set(bbc_small.labels)
+    released = set(seeder.released_vocabulary_)
+    for s in seqs:
+        assert 0 < len(s.keyphrases) <= 6 and set(s.keyphrases) <= released
+        assert len(set(s.keyphrases)) == len(s.keyphrases)
+    seeder.sample(5, rng=np.random.default_rng(2))
+    assert len(seeder.ledger_.releases) == n_releases  # sampling releases nothing
+    # sports sequences should talk about sport more than business sequences do
+    sport_words = {"game", "match", "team", "cup", "win", "season", "club", "players", "coach"}
+    share = {lab: np.mean([bool(set(s.keyphrases) & sport_words) for s in seqs if s.label == lab])
+             for lab in ("sports", "business")}
+    assert share["sports"] > share["business"]
+
+
+@pytest.mark.slow
+def test_unlabelled_corpus_and_total_with_dp_label_counts(bbc_small, minilm):
+    unlabelled = Corpus(texts=bbc_small.texts)
+    seeder = KeyphraseSeeder(vocab=load_vocabulary("english:20000"), embedder=minilm,
+                             vocab_noise="gaussian", features=200, length=4,
+                             method="independent")
+    seqs = seeder.fit(unlabelled, rng=np.random.default_rng(0)).sample(7)
+    assert len(seqs) == 7 and all(s.label is None for s in seqs)
+    seeder = KeyphraseSeeder(vocab=load_vocabulary("english:20000"), embedder=minilm,
+                             vocab_noise="gaussian", features=200, length=4,
+                             method="independent", epsilon_labels=0.5)
+    seeder.fit(bbc_small, rng=np.random.default_rng(0))
+    assert "label histogram" in [r.name for r in seeder.ledger_.releases]
+    assert seeder.ledger_.guarantee().epsilon <= 1.0 + 5.0 + 0.5 + 1e-9
+    sizes = seeder.class_sizes(total=101)
+    assert sum(sizes.values()) == 101
+
+
+def test_sequence_round_trip():
+    s = KeyphraseSequence("a", ("x", "y"))
+    assert KeyphraseSequence.from_dict(s.to_dict()) == s
+
+
+@pytest.mark.parametrize("bad", [
+    dict(epsilon_vocab=0), dict(epsilon_kde=-1), dict(epsilon_kde=float("nan")),
+    dict(length=0), dict(features=2.5), dict(method="beam"), dict(kde_noise="uniform"),
+    dict(delta=0.0), dict(contrastive_keep=0), dict(epsilon_labels=-1),
+])
+def test_bad_parameters_are_refused(bad):
+    with pytest.raises(ValueError):
+        KeyphraseSeeder(**bad)._validate()
+
+
+def test_noise_floor():
+    lap = PrivacyLedger()
+    from dptext.privacy import NoiseSpec, Sensitivity, release
+
+    release(np.zeros(10), Sensitivity(10, math.sqrt(10), "t"), NoiseSpec("laplace", 1.0),
+            ledger=lap, name="v")
+    # Laplace(10) over 100,000 terms: expect 1 term above 10·ln(50,000)
+    assert noise_floor(lap.releases[0], 100_000, 1.0) == pytest.approx(10 * math.log(50_000),
+                                                                        rel=1e-6)
+    assert noise_floor(lap.releases[0], 100, 100.0) == -math.inf
+
+
+# ------------------------------------------------------------------ vocabulary mechanism
+WORDS = tuple(f"w{i}" for i in range(12))
+S = 2
+
+
+def _reference_counts(texts):
+    """Independent reference: +1 for each of the first S distinct known words."""
+    counts = np.zeros(len(WORDS))
+    for t in texts:
+        seen = []
+        for tok in t.split():
+            if tok in WORDS and tok not in seen:
+                seen.append(tok)
+        for tok in seen[:S]:
+            counts[WORDS.index(tok)] += 1
+    return counts
+
+
+def _vocab_samples(runs, epsilon):
+    rng = np.random.default_rng(0)
+    base = [" ".join(rng.choice(WORDS, 5)) for _ in range(30)]
+    planted = "w0 w0 w0 w0 w1 w1 w1 w2 w3 w4 w5"  # repeats and more than S distinct terms
+    vocab = PublicVocabulary("test", WORDS)
+    mu, mu_prime = _reference_counts(base), _reference_counts([*base, planted])
+    assert np.abs(mu_prime - mu).sum() == S
+    b = S / epsilon
+    out = {}
+    for name, texts in (("D", base), ("D'", [*base, planted])):
+        corpus = Corpus(texts=tuple(texts))
+        stats = []
+        for _ in range(runs):
+            seeder = KeyphraseSeeder(vocab=vocab, terms_per_doc=S, epsilon_vocab=epsilon,
+                                     vocab_size=len(WORDS), vocab_noise="laplace")
+            seeder.ledger_ = PrivacyLedger()
+            seeder._release_vocabulary(corpus, vocab)
+            # read the noisy histogram back through the release function's input hook
+            stats.append(_last_output[0])
+        y = np.asarray(stats)
+        # the exact privacy-loss statistic of the *claimed* mechanism
+        out[name] = np.sum(np.abs(y - mu) - np.abs(y - mu_prime), axis=1) / b
+    return out["D"], out["D'"]
+
+
+_last_output: list = [None]
+
+
+@pytest.fixture
+def capture_releases(monkeypatch):
+    honest = mechanisms.release
+
+    def spy(values, *args, **kwargs):
+        noisy = honest(values, *args, **kwargs)
+        _last_output[0] = noisy
+        return noisy
+
+    import dptext.generators.kps as kps
+
+    monkeypatch.setattr(kps, "release", spy)
+
+
+@pytest.mark.statistical
+def test_vocabulary_histogram_within_claim(capture_releases):
+    a, b = _vocab_samples(3000, 1.0)
+    assert epsilon_lower_bound(a, b).epsilon_lower_bound <= 1.0
+
+
+@pytest.mark.statistical
+def test_vocabulary_audit_catches_half_noise(capture_releases, monkeypatch):
+    honest = mechanisms._laplace
+    monkeypatch.setattr(mechanisms, "_laplace",
+                        lambda size, l1, e: (honest(size, l1, 2 * e)[0], l1 / e, e))
+    a, b = _vocab_samples(3000, 1.0)
+    assert epsilon_lower_bound(a, b).epsilon_lower_bound > 1.0
+
+
+@pytest.mark.statistical
+def test_vocabulary_audit_catches_unbounded_contributions(capture_releases, monkeypatch):
+    """A variant that counts every occurrence (no first-S-distinct cap) is caught."""
+    honest = extract.PhraseExtractor.extract_many
+
+    def all_occurrences(self, texts, *, max_terms=None, distinct=False):
+        return honest(self, texts)
+
+    monkeypatch.setattr(extract.PhraseExtractor, "extract_many", all_occurrences)
+    a, b = _vocab_samples(3000, 1.0)
+    assert epsilon_lower_bound(a, b).epsilon_lower_bound > 1.0
+
+
+# ------------------------------------------------------------------ small classes
+def test_tiny_class_is_refused_with_advice(minilm):
+    texts = tuple(["the match ended with a late goal for the home team"] * 40 + ["a budget"])
+    labels = tuple(["sport"] * 40 + ["money"])
+    seeder = KeyphraseSeeder(vocab=load_vocabulary("english:5000"), embedder=minilm,
+                             epsilon_vocab=5.0, epsilon_kde=0.5, features=2000, length=3,
+                             kde_noise="laplace", method="independent")
+    with pytest.raises(InputError, match=r"too small.*'money'.*--allow-noisy-classes"):
+        seeder.fit(Corpus(texts=texts, labels=labels), rng=np.random.default_rng(0))
+
+
+def test_undeclared_label_is_an_input_error(minilm):
+    c = Corpus(texts=("a goal", "a bank"), labels=("sport", "money"))
+    with pytest.raises(InputError, match="not among the declared labels"):
+        KeyphraseSeeder(labels=("sport",), embedder=minilm).fit(c)
