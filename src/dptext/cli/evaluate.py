@@ -123,9 +123,12 @@ def filter_cmd(
     rank: bool = typer.Option(False, help="Write the documents best first (default: input "
                                           "order)."),
 ) -> None:
-    """Rank or drop synthetic documents by NLI coherence (no contradiction between
-    consecutive sentences). Filtering is post-processing: the privacy guarantee is
-    unchanged, and privacy.json is copied beside the output."""
+    """Rank or drop synthetic documents by NLI coherence.
+
+    The score is the share of consecutive sentence pairs without contradiction.
+    Filtering is post-processing: the privacy guarantee is unchanged, and
+    privacy.json is copied beside the output.
+    """
     import numpy as np
 
     from dptext.evaluate.coherence import nli_scores, rank_and_filter
