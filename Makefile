@@ -1,4 +1,4 @@
-.PHONY: setup demo synthetic test lint bench
+.PHONY: setup demo synthetic test lint bench chromium
 PY := .venv/bin/python
 
 .venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
@@ -17,7 +17,10 @@ synthetic: setup
 	  --document-type "news article" --epsilon-vocab 1 --epsilon-kde 5 \
 	  --sequences-per-class 2 --out out/synthetic.jsonl
 
-test: setup
+chromium:
+	@[ -x /usr/bin/chromium ] || bash scripts/install-chromium.sh
+
+test: setup chromium
 	$(PY) -m pytest -q
 
 lint: setup

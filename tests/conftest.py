@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from eval_fixtures import bbc_report  # noqa: F401  (session fixture: a real evaluation report)
+
 
 @pytest.fixture(autouse=True)
 def _dptext_home(tmp_path_factory, monkeypatch):
