@@ -107,13 +107,13 @@ class KeyphraseSeeder:
     epsilon_kde: float | None = 5.0
     delta: float = 1e-5
     epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
-    vocab_share: float = 0.3
+    vocab_share: float = 0.5
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
     terms_per_doc: int = 80
     vocab_size: int = 1000
     vocab_noise_terms: float = 10.0
-    method: str = "iterative"
+    method: str = "independent"
     ensemble: str = "log"
     length: int = 10
     features: int = 4000
