@@ -204,3 +204,26 @@ def test_undeclared_label_is_an_input_error(minilm):
     c = Corpus(texts=("a goal", "a bank"), labels=("sport", "money"))
     with pytest.raises(InputError, match="not among the declared labels"):
         KeyphraseSeeder(labels=("sport",), embedder=minilm).fit(c)
+
+
+def test_private_documents_never_reach_the_embedding_cache(tmp_path, monkeypatch):
+    """The on-disk cache holds phrases as keys: only released vocabulary terms may go there."""
+    import sqlite3
+
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
+    canary = "zqxv canary sentence that must never be cached"
+    texts = tuple([f"the match ended with a late goal {i}" for i in range(30)] + [canary])
+    seeder = KeyphraseSeeder(vocab=PublicVocabulary("t", ("match", "goal", "late", "ended")),
+                             embedder="minilm", epsilon_vocab=20.0, epsilon_kde=20.0,
+                             vocab_noise="laplace", features=64, length=2,
+                             method="independent", vocab_noise_terms=float("inf"),
+                             vocab_size=4)
+    seeder.fit(Corpus(texts=texts), rng=np.random.default_rng(0))
+    (db,) = tmp_path.rglob("*.sqlite")
+    with sqlite3.connect(db) as con:
+        cached = {r[0] for r in con.execute("select * from sqlite_master")}
+        rows = [str(r) for t in con.execute("select name from sqlite_master where type='table'")
+                for r in con.execute(f"select * from {t[0]}")]
+    assert cached and rows
+    assert not any("canary" in r or "zqxv" in r or "the match" in r for r in rows)
+    assert any("goal" in r for r in rows)  # released terms are cached

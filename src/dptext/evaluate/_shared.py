@@ -44,7 +44,7 @@ class Encoder:
 def _load(name: str):
     from dptext.embed import load_embedder
 
-    return load_embedder(name)
+    return load_embedder(name)  # no on-disk cache: evaluation embeds private documents
 
 
 def get_torch_model(name: str = "minilm"):

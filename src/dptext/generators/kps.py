@@ -223,7 +223,7 @@ class KeyphraseSeeder:
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
             progress=None) -> KeyphraseSeeder:
         """Make all DP releases for ``corpus``; see the module docstring."""
-        from dptext.embed import load_embedder
+        from dptext.embed import default_cache_dir, load_embedder
         from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
         self._validate()
@@ -250,7 +250,9 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
 
         step("embedding the released vocabulary")
-        embedder = load_embedder(self.embedder, cache_dir=self.cache_dir) if isinstance(
+        # only public vocabulary terms are embedded here, so the on-disk cache is safe
+        cache = default_cache_dir() if self.cache_dir is None else self.cache_dir
+        embedder = load_embedder(self.embedder, cache_dir=cache) if isinstance(
             self.embedder, str) else self.embedder
         embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                           dtype=np.float32)
