@@ -119,8 +119,8 @@ def _cli(args):
     return CliRunner().invoke(app, args, catch_exceptions=False)
 
 
-def test_generate_command_and_resume(tmp_path, monkeypatch, model2vec_strings):
-    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
+def test_generate_command_and_resume(tmp_path, model2vec_strings):
+    # (no $DPTEXT_CACHE override: the embedder's model cache is shared; --no-cache below)
     data = tmp_path / "notes.csv"
     _write_csv(data, _corpus_with_canaries())
     out = tmp_path / "synthetic.jsonl"
