@@ -38,6 +38,15 @@ class Corpus:
     def __post_init__(self) -> None:
         if self.labels is not None and len(self.labels) != len(self.texts):
             raise ValueError("texts and labels differ in length")
+        bad = next((i for i, t in enumerate(self.texts) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise InputError(f"{self.source}: document {bad}: the text is a "
+                             f"{type(self.texts[bad]).__name__}, not a string")
+        if self.labels is not None:
+            bad = next((i for i, lab in enumerate(self.labels) if not isinstance(lab, str)), None)
+            if bad is not None:
+                raise InputError(f"{self.source}: document {bad}: the label is a "
+                                 f"{type(self.labels[bad]).__name__}, not a string")
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -143,6 +152,9 @@ def _read_table(path: Path, fmt: str, encoding: str):
         try:
             return pd.read_csv(StringIO(_decode(path, path.read_bytes(), encoding)), dtype=str,
                                keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise InputError(f"{path}: the file is empty (no header row with a "
+                             "'text' column)") from None
         except pd.errors.ParserError as e:
             raise InputError(f"{path}: not a valid CSV file ({e})") from None
     try:

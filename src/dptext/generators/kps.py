@@ -44,6 +44,7 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
+from dptext.privacy.split import split_budget
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -102,15 +103,17 @@ class KeyphraseSeeder:
 
     vocab: Any = "english:20000"
     embedder: Any = "minilm"
-    epsilon_vocab: float = 1.0
-    epsilon_kde: float = 5.0
+    epsilon_vocab: float | None = 1.0
+    epsilon_kde: float | None = 5.0
     delta: float = 1e-5
+    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    vocab_share: float = 0.5
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
     terms_per_doc: int = 80
     vocab_size: int = 1000
     vocab_noise_terms: float = 10.0
-    method: str = "iterative"
+    method: str = "independent"
     ensemble: str = "log"
     length: int = 10
     features: int = 4000
@@ -136,19 +139,28 @@ class KeyphraseSeeder:
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
+        def number(value) -> bool:  # a real number, not a bool or a string
+            return isinstance(value, int | float) and not isinstance(value, bool) \
+                and not math.isnan(value)
+
         def positive(name: str, value: float) -> None:
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not (number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
-        positive("epsilon_vocab", self.epsilon_vocab)
-        positive("epsilon_kde", self.epsilon_kde)
+        if self.epsilon is None:
+            positive("epsilon_vocab", self.epsilon_vocab)
+            positive("epsilon_kde", self.epsilon_kde)
+        else:
+            positive("epsilon", self.epsilon)
+            if not 0 < self.vocab_share < 1:
+                raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
         positive("bandwidth", self.bandwidth)
-        if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
+        if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
         for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
@@ -158,25 +170,54 @@ class KeyphraseSeeder:
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
         if self.max_terms_per_doc is not None and not (
-                isinstance(self.max_terms_per_doc, int) and self.max_terms_per_doc >= 1):
+                isinstance(self.max_terms_per_doc, int)
+                and not isinstance(self.max_terms_per_doc, bool) and self.max_terms_per_doc >= 1):
             raise ValueError("max_terms_per_doc must be a positive integer or None")
-        if not self.vocab_noise_terms >= 0:  # inf allowed: the paper's plain top-N
-            raise ValueError("vocab_noise_terms must be >= 0")
-        if not 0 < self.contrastive_keep <= 1:
+        if not (number(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+            raise ValueError("vocab_noise_terms must be a number >= 0 (inf: plain top-N)")
+        if not (number(self.contrastive_keep) and 0 < self.contrastive_keep <= 1):
             raise ValueError("contrastive_keep must be in (0, 1]")
-        if self._gaussian_stages() and not (0 < self.delta < 1):
+        if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 
     def _gaussian_stages(self) -> list[str]:
         return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
                 if k == "gaussian"]
 
-    def _noise(self, stage: str, epsilon: float) -> NoiseSpec:
-        """The one place where the run's δ is split: evenly over its Gaussian stages."""
-        kind = self.vocab_noise if stage == "vocab" else self.kde_noise
-        if kind == "laplace":
-            return NoiseSpec("laplace", epsilon)
-        return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
+    def noise_specs(self) -> dict[str, NoiseSpec]:
+        """The noise of each stage: from the total ε (split by ``split_budget``), or from
+        the per-stage ε with the run's δ split evenly over its Gaussian stages."""
+        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
+        if self.epsilon is not None:
+            return split_budget(self.epsilon, self.delta,
+                                {"vocab": self.vocab_share, "kde": 1 - self.vocab_share}, kinds)
+        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde}
+        n_gauss = len(self._gaussian_stages())
+        return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
+                for s, k in kinds.items()}
+
+    def planned_releases(self) -> list[Release]:
+        """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
+        bound for Laplace, whose rounding slack only lowers ε). Used to check a run
+        against a corpus's remaining budget before touching the data."""
+        self._validate()
+
+        def planned(name: str, spec: NoiseSpec, group: str | None = None) -> Release:
+            mult = gaussian_noise_multiplier(spec.epsilon, spec.delta) \
+                if spec.kind == "gaussian" else 1.0
+            return Release(name=name, mechanism=spec.kind, neighbouring="planned",
+                           sensitivity_norm="L1" if spec.kind == "laplace" else "L2",
+                           sensitivity=1.0, sensitivity_reason="planned", noise_scale=mult,
+                           noise_multiplier=mult, dimension=1, epsilon=spec.epsilon,
+                           delta=spec.delta, partition="planned" if group else None,
+                           parallel_group=group)
+
+        specs = self.noise_specs()
+        out = [planned("vocabulary histogram", specs["vocab"])]
+        if self.epsilon_labels > 0:
+            out.append(planned("label histogram", NoiseSpec("laplace", self.epsilon_labels)))
+        out.append(planned("KDE sketch sums", specs["kde"], "KDE"))
+        return out
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
@@ -224,7 +265,7 @@ class KeyphraseSeeder:
                                          rng) for b in blocks]
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          self._noise("kde", self.epsilon_kde), self.ledger_,
+                                          self.noise_specs()["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
@@ -256,14 +297,14 @@ class KeyphraseSeeder:
         s = self.terms_per_doc
         sens = Sensitivity(l1=s, l2=math.sqrt(s),
                            reason=f"one document adds +1 to at most S={s} distinct terms")
-        noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
+        noisy = release(counts, sens, self.noise_specs()["vocab"],
                         ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
         top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
         floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
         kept = top[noisy[top] > floor]
         if kept.size < self.length:  # too little signal: keep the top terms anyway
             warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
-                          f"epsilon_vocab={self.epsilon_vocab}; keeping the top {self.length}. "
+                          f"{self.noise_specs()['vocab']}; keeping the top {self.length}. "
                           "Raise --epsilon-vocab or use a smaller public vocabulary.",
                           stacklevel=3)
             kept = top[: self.length]
@@ -292,7 +333,7 @@ class KeyphraseSeeder:
         This uses exact class sizes: it is advice to the curator, never released.
         """
         total = n_sketches * self.features
-        spec = self._noise("kde", self.epsilon_kde)
+        spec = self.noise_specs()["kde"]
         if spec.kind == "laplace":
             sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
         else:
