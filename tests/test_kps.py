@@ -121,7 +121,9 @@ def _reference_counts(texts):
 
 def _vocab_samples(runs, epsilon):
     rng = np.random.default_rng(0)
-    base = [" ".join(rng.choice(WORDS, 5)) for _ in range(30)]
+    # S distinct known words per document: with or without the contribution bound, D's
+    # counts agree, so a broken bound shows only through the planted document
+    base = [" ".join(rng.choice(WORDS, S, replace=False)) for _ in range(30)]
     planted = "w0 w0 w0 w0 w1 w1 w1 w2 w3 w4 w5"  # repeats and more than S distinct terms
     vocab = PublicVocabulary("test", WORDS)
     mu, mu_prime = _reference_counts(base), _reference_counts([*base, planted])
