@@ -53,10 +53,11 @@ def exact_vocabulary(corpus, vocab, seeder: KeyphraseSeeder) -> tuple[str, ...]:
     return tuple(vocab.terms[i] for i in top[counts[top] > 0])
 
 
-def run_dataset(name: str, embedder, per_class: int, rows: list, grid: str) -> None:
+def run_dataset(name: str, embedder, per_class: int, rows: list, grid: str,
+                test_docs: int = TEST_DOCS, ceiling_docs: int = CEILING_DOCS) -> None:
     train, test = read_corpus(f"demo:{name}/train"), sample(read_corpus(f"demo:{name}/test"),
-                                                             TEST_DOCS)
-    ceiling_train = sample(train, CEILING_DOCS)
+                                                             test_docs)
+    ceiling_train = sample(train, ceiling_docs)
     defaults = KeyphraseSeeder()
     vocab = load_vocabulary(defaults.vocab)
     exact = exact_vocabulary(train, vocab, defaults)
@@ -99,19 +100,23 @@ def main() -> None:
     ap.add_argument("--per-class", type=int, default=1000)
     ap.add_argument("--grid", choices=("stages", "total"), default="stages",
                     help="stages: the (ε_voc, ε_kde) grid; total: one ε split by vocab_share")
+    ap.add_argument("--test-docs", type=int, default=TEST_DOCS)
+    ap.add_argument("--ceiling-docs", type=int, default=CEILING_DOCS)
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    embedder = load_embedder("minilm")
+    embedder = load_embedder("minilm")  # no disk cache: it embeds real documents' keyphrases
     rows: list = []
     for name in args.datasets.split(","):
-        run_dataset(name, embedder, args.per_class, rows, args.grid)
+        run_dataset(name, embedder, args.per_class, rows, args.grid, args.test_docs,
+                    args.ceiling_docs)
     from record import markdown_table, record
 
     d = KeyphraseSeeder()
     body = (
         f"Table-5 protocol: MiniLM + logistic regression trained on {args.per_class} DP "
         f"sequences per class (L = {L}), tested on the first {L} distinct released terms of "
-        f"{TEST_DOCS} real test documents (fixed sample). Ceilings use up to {CEILING_DOCS} "
+        f"{args.test_docs} real test documents (fixed sample). Ceilings use up to "
+        f"{args.ceiling_docs} "
         "real training documents. dptext defaults: "
         f"vocab `{d.vocab}`, {d.vocab_noise} vocabulary noise with S = {d.terms_per_doc}, "
         f"noise floor at {d.vocab_noise_terms:g} expected false term, N ≤ {d.vocab_size}; "
