@@ -120,11 +120,16 @@ def test_planned_releases_compose_like_the_fit_will():
     from dptext.generators.kps import KeyphraseSeeder
     from dptext.privacy import compose
 
-    g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0).planned_releases())
+    g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
+                                vocab_noise="laplace").planned_releases())
     assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
+    # two Gaussian stages compose through their PLDs: less than the sum
+    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0).planned_releases())
+    assert 4.9 < both.epsilon < 5.1
     b = CorpusBudget.open("d" * 64, total=11.0)
     b.commit(_ledger(1.0), command="t")
-    planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5)
+    planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5,
+                              vocab_noise="laplace")
     b.check(planned.planned_releases())  # 1 + 6.5 <= 11
     b.commit(_ledger(4.0), command="t")
     with pytest.raises(BudgetExceededError, match="on its own"):
@@ -148,6 +153,7 @@ def small_csv(tmp_path_factory):
 FAST = ["--vocab", "english:2000", "--features", "50", "--vocab-size", "200", "--length", "3",
         "--method", "independent", "--sequences-per-class", "2", "--allow-noisy-classes",
         "--epsilon-vocab", "1", "--epsilon-kde", "2", "--kde-noise", "laplace",
+        "--vocab-noise", "laplace",
         "--label-column", "label", "--seed", "0"]
 
 
