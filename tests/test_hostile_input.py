@@ -165,7 +165,8 @@ def _tiny_fit(corpus: Corpus, **params):
     p = dict(vocab=PublicVocabulary("t", ("football", "match", "market", "shares", "bank",
                                            "profit", "goal", "team")),
              embedder=HashEmbedder(), features=4, vocab_size=8, length=2,
-             allow_noisy_classes=True, vocab_noise_terms=8.0)
+             allow_noisy_classes=True, vocab_noise_terms=8.0,
+             vocab_noise="laplace")  # ε adds up to exactly 1 + 5
     p.update(params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

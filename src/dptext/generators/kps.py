@@ -230,18 +230,17 @@ class KeyphraseSeeder:
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         labels = self._class_labels(corpus)
-        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
-        index = corpus.class_indices()  # before any release: a refusal spends nothing
-        self.class_signal_ = self._check_class_sizes(
-            {c: len(index.get(c, ())) for c in labels}, len(blocks))
-        self.ledger_ = PrivacyLedger()
-
         step("public vocabulary")
         vocab = self.vocab if isinstance(self.vocab, PublicVocabulary) else load_vocabulary(
             self.vocab)
         if self.vocab_size > len(vocab):
             raise ValueError(f"vocab_size={self.vocab_size} exceeds the public vocabulary "
                              f"({len(vocab)} terms)")
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        index = corpus.class_indices()  # before any release: a refusal spends nothing
+        self.class_signal_ = self._check_class_sizes(
+            {c: len(index.get(c, ())) for c in labels}, len(blocks))
+        self.ledger_ = PrivacyLedger()
         step("DP vocabulary")
         self.released_vocabulary_ = self._release_vocabulary(corpus, vocab)
 
