@@ -1,7 +1,7 @@
 .PHONY: setup demo keyphrases test lint chromium
 PY := .venv/bin/python
 
-.venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
+.venv/.setup-done: pyproject.toml scripts/setup.sh requirements-*.txt
 	bash scripts/setup.sh
 	touch $@
 

@@ -6,6 +6,7 @@ Each command group lives in its own module and registers itself on ``app``.
 from dptext.cli import (  # noqa: F401  (register the commands)
     audit,
     budget,
+    dpft,
     evaluate,
     generate,
     keyphrases,

@@ -138,7 +138,17 @@ def generate(
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
-    """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each."""
+    """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
+    (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft')."""
+    if method == "dpft":
+        from dptext.cli.dpft import dpft
+
+        if epsilon is None:
+            raise typer.BadParameter("--method dpft needs --epsilon (the run's total ε)")
+        return dpft(input=input, out=out, epsilon=str(epsilon), delta=delta,
+                    documents=total_sequences, text_column=text_column,
+                    label_column=label_column, format=format, encoding=encoding,
+                    skip_invalid=skip_invalid, seed=seed, progress=progress)
     from dptext.generators.kps import KeyphraseSequence
     from dptext.llm import (
         DocumentOptions,

@@ -83,7 +83,8 @@ TermsPerDoc = Annotated[int, typer.Option(
     help="S: distinct vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
-Method = Annotated[str, typer.Option(help="iterative or independent sequence generation.",
+Method = Annotated[str, typer.Option(help="iterative or independent sequence generation; "
+                                     "generate: dpft for the DP fine-tuning generator.",
                                      rich_help_panel=SEEDER)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
                                        rich_help_panel=SEEDER)]

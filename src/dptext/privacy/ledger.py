@@ -6,7 +6,9 @@ from the parameters a user asked for. Composition:
 * releases in one ``parallel_group`` touch disjoint documents (one partition
   each), so a group costs as much as its most expensive partition;
 * pure-ε releases (Laplace) add up (basic composition);
-* Gaussian releases are composed through their exact privacy-loss distributions
+* Gaussian releases and DP-SGD training runs (``mechanism="dp-sgd"``: ``steps``
+  Poisson-subsampled Gaussian steps at rate ``sampling_rate``) are composed
+  through their exact privacy-loss distributions
   (dp-accounting's PLD accountant) and, for safety, never reported worse than
   basic composition of their (ε, δ) targets;
 * the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ).
@@ -29,18 +31,35 @@ class Release:
     """One noisy statistic that left the private boundary."""
 
     name: str
-    mechanism: str  # "laplace" | "gaussian"
+    mechanism: str  # "laplace" | "gaussian" | "dp-sgd"
     neighbouring: str
     sensitivity_norm: str  # "L1" | "L2"
     sensitivity: float
     sensitivity_reason: str
-    noise_scale: float  # Laplace b or Gaussian σ
+    noise_scale: float  # Laplace b, Gaussian σ, or DP-SGD σ·C on the summed clipped gradients
     noise_multiplier: float  # noise scale / effective sensitivity
     dimension: int
     epsilon: float
     delta: float
     partition: str | None = None
     parallel_group: str | None = None
+    sampling_rate: float | None = None  # dp-sgd: Poisson sampling probability per document
+    steps: int | None = None  # dp-sgd: number of noisy gradient steps
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """This release as a dp-accounting event (Gaussian and DP-SGD releases only)."""
+        if self.mechanism == "gaussian":
+            return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+        if self.mechanism == "dp-sgd":
+            if self.sampling_rate is None or self.steps is None:
+                raise ValueError(f"dp-sgd release {self.name!r} needs sampling_rate and steps")
+            step = dp_accounting.PoissonSampledDpEvent(
+                self.sampling_rate, dp_accounting.GaussianDpEvent(self.noise_multiplier))
+            return dp_accounting.SelfComposedDpEvent(step, self.steps)
+        raise ValueError(f"no dp-accounting event for mechanism {self.mechanism!r}")
+
+
+PLD_MECHANISMS = ("gaussian", "dp-sgd")
 
 
 @dataclass(frozen=True)
@@ -124,8 +143,8 @@ def compose(releases: list[Release]) -> Guarantee:
         return Guarantee(0.0, 0.0, "nothing released")
     kept = _worst_partitions(releases)
     pure = [r for r in kept if r.mechanism == "laplace"]
-    gauss = [r for r in kept if r.mechanism == "gaussian"]
-    unknown = [r for r in kept if r.mechanism not in ("laplace", "gaussian")]
+    gauss = [r for r in kept if r.mechanism in PLD_MECHANISMS]
+    unknown = [r for r in kept if r.mechanism not in ("laplace", *PLD_MECHANISMS)]
     if unknown:
         names = sorted({r.mechanism for r in unknown})
         raise ValueError(f"no accounting rule for mechanisms {names}")
@@ -137,11 +156,11 @@ def compose(releases: list[Release]) -> Guarantee:
         neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
     )
     for r in gauss:
-        accountant.compose(dp_accounting.GaussianDpEvent(r.noise_multiplier))
+        accountant.compose(r.dp_event())
     eps_pld = accountant.get_epsilon(delta)
     eps_basic = sum(r.epsilon for r in gauss)
     if eps_pld <= eps_basic:
-        eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian releases"
+        eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian/DP-SGD releases"
     else:
         eps_gauss, how = eps_basic, "basic composition"
     method = how if not pure else f"{how} + basic composition with pure-ε releases"

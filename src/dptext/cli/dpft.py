@@ -1,0 +1,95 @@
+"""``dptext dpft``: synthetic documents from a local LM fine-tuned with DP-SGD.
+
+A thin layer over ``dptext.generators.dpft.run.run_dpft``; ``dptext generate --method
+dpft`` is meant to call the same function with the same options.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dptext.cli import options as o
+from dptext.cli.app import app, console
+
+DPFT = "DP fine-tuning"
+
+
+def _epsilon(value: str) -> float:
+    v = float(value)
+    if not (v > 0):
+        raise typer.BadParameter("ε must be positive, or 'inf' for a NOT PRIVATE run")
+    return v
+
+
+@app.command("dpft")
+def dpft(
+    input: o.InputPath,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL {text, label, ...}.")],
+    epsilon: Annotated[str, typer.Option(
+        "--epsilon", help="Total ε of the run (control-code histogram + DP-SGD); 'inf' trains "
+        "without DP and labels the output NOT PRIVATE.", rich_help_panel=DPFT)],
+    delta: o.Delta = 1e-5,
+    model: Annotated[str | None, typer.Option(
+        help="Local Hugging Face causal-LM folder; default SmolLM2-135M (from its GGUF).",
+        rich_help_panel=DPFT)] = None,
+    documents: Annotated[int | None, typer.Option(
+        help="Documents to generate (default: the DP estimate of the corpus size).",
+        rich_help_panel=DPFT)] = None,
+    epochs: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 2.0,
+    batch_size: Annotated[int, typer.Option(help="Expected Poisson batch size.",
+                                            rich_help_panel=DPFT)] = 16,
+    learning_rate: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1e-3,
+    max_length: Annotated[int, typer.Option(
+        help="Tokens per document (codes included); longer documents are truncated, each "
+        "document stays one DP-SGD sample.", rich_help_panel=DPFT)] = 128,
+    max_grad_norm: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1.0,
+    metadata: Annotated[str | None, typer.Option(
+        help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
+        rich_help_panel=DPFT)] = None,
+    multitask: Annotated[bool, typer.Option(
+        help="Train a classifier head jointly (the multi-task blog).", rich_help_panel=DPFT)
+    ] = False,
+    pplm: Annotated[bool, typer.Option(help="Steer decoding with the head (needs --multitask).",
+                                       rich_help_panel=DPFT)] = False,
+    max_new_tokens: Annotated[int, typer.Option(rich_help_panel=DPFT)] = 96,
+    top_k: Annotated[int, typer.Option(rich_help_panel=DPFT)] = 50,
+    top_p: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 0.95,
+    text_column: o.TextColumn = "text",
+    label_column: o.LabelColumn = None,
+    format: o.Format = None,
+    encoding: o.Encoding = "utf-8",
+    skip_invalid: o.SkipInvalid = False,
+    seed: o.Seed = None,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
+    from dptext.corpus import read_corpus
+    from dptext.generators.dpft import DPFTConfig, SamplingConfig
+    from dptext.generators.dpft.run import run_dpft
+    from dptext.reporting import print_report, report_path
+
+    with o.user_errors():
+        eps = _epsilon(epsilon)
+        fields = [f.strip() for f in metadata.split(",")] if metadata else []
+        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
+                             fmt=format, encoding=encoding, skip_invalid=skip_invalid,
+                             extra_columns=fields)
+        console.print(f"read {corpus.source}: {len(corpus)} documents")
+        if not math.isfinite(eps):
+            console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
+                          "is NOT PRIVATE[/bold red]")
+        cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                         max_length=max_length, max_grad_norm=max_grad_norm,
+                         multitask=multitask or pplm)
+        report = run_dpft(corpus, o.ensure_parent(out), epsilon=eps, delta=delta,
+                          n_documents=documents, model=model, config=cfg,
+                          sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
+                                                  top_p=top_p),
+                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress)
+        print_report(report, console)
+        console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
+                      f"report: {report_path(out)}")

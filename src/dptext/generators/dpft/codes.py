@@ -1,0 +1,106 @@
+"""Control codes (Keskar et al. 2019): ``[BOS]codes[SEP]text``, and their DP distribution.
+
+A document's codes are its label and optional metadata fields (e.g. sex, ethnicity),
+written ``label: sport | sex: F``. The codes to generate with are drawn from a noisy
+histogram over all combinations of the public code values: one document adds 1 to
+exactly one cell, so under add/remove-one-document neighbours the histogram moves by
+1 in L1 and L2. It is released through ``dptext.privacy.release`` (Gaussian), so it
+lands in the ledger and is composed with the DP-SGD run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dptext.corpus import Corpus, InputError
+from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+
+LABEL_FIELD = "label"
+
+
+def format_codes(values: dict[str, str]) -> str:
+    return " | ".join(f"{k}: {v}" for k, v in values.items())
+
+
+def document_codes(corpus: Corpus, fields: Sequence[str]) -> list[dict[str, str]]:
+    """Each document's control codes: its label (if any) then ``fields`` of ``columns``."""
+    missing = [f for f in fields if f not in corpus.columns]
+    if missing:
+        raise InputError(f"{corpus.source}: no column(s) {missing} for control codes; "
+                         "read the corpus with extra_columns=[...]")
+    out = []
+    for i in range(len(corpus)):
+        d: dict[str, str] = {}
+        if corpus.labels is not None:
+            d[LABEL_FIELD] = str(corpus.labels[i])
+        for f in fields:
+            d[f] = str(corpus.columns[f][i])
+        out.append(d)
+    return out
+
+
+@dataclass(frozen=True)
+class CodeDistribution:
+    """Released (noisy) counts of every combination of code values; post-processing only."""
+
+    fields: tuple[str, ...]
+    cells: tuple[tuple[str, ...], ...]
+    noisy_counts: tuple[float, ...]
+    private: bool = True
+
+    def probabilities(self) -> np.ndarray:
+        c = np.clip(np.asarray(self.noisy_counts, dtype=float), 0.0, None)
+        if c.sum() <= 0:  # everything noised below zero: fall back to uniform
+            return np.full(len(c), 1.0 / len(c))
+        return c / c.sum()
+
+    def total(self) -> float:
+        """A DP estimate of the corpus size (the sum of the noisy counts), at least 1."""
+        return max(1.0, float(np.sum(self.noisy_counts)))
+
+    def sample(self, n: int, rng: np.random.Generator) -> list[dict[str, str]]:
+        idx = rng.choice(len(self.cells), size=n, p=self.probabilities())
+        return [dict(zip(self.fields, self.cells[i], strict=True)) for i in idx]
+
+    def to_dict(self) -> dict:
+        return {"fields": list(self.fields), "cells": [list(c) for c in self.cells],
+                "noisy_counts": list(self.noisy_counts), "private": self.private}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CodeDistribution:
+        return cls(tuple(d["fields"]), tuple(tuple(c) for c in d["cells"]),
+                   tuple(d["noisy_counts"]), d.get("private", True))
+
+
+def code_domains(codes: list[dict[str, str]], declared: dict[str, Sequence[str]] | None = None
+                 ) -> dict[str, tuple[str, ...]]:
+    """Public value sets of each field: ``declared`` where given, else read from the data
+    (then treated as public, as for labels; see reporting.LABELS_FROM_DATA)."""
+    declared = declared or {}
+    fields = list(codes[0]) if codes else []
+    return {f: tuple(declared.get(f) or sorted({c[f] for c in codes})) for f in fields}
+
+
+def release_code_distribution(codes: list[dict[str, str]], domains: dict[str, tuple[str, ...]],
+                              *, epsilon: float | None, delta: float,
+                              ledger: PrivacyLedger) -> CodeDistribution:
+    """Noisy histogram of code combinations (``epsilon=None``: exact, NOT private)."""
+    fields = tuple(domains)
+    cells = tuple(itertools.product(*(domains[f] for f in fields)))
+    index = {c: i for i, c in enumerate(cells)}
+    counts = np.zeros(len(cells))
+    for c in codes:  # one document → one cell: L1 = L2 = 1
+        key = tuple(c[f] for f in fields)
+        if key not in index:
+            raise InputError(f"control code {key} is outside the declared values {domains}")
+        counts[index[key]] += 1
+    if epsilon is None:
+        return CodeDistribution(fields, cells, tuple(counts.tolist()), private=False)
+    noisy = release(counts, Sensitivity(l1=1.0, l2=1.0, reason=(
+        "each document adds 1 to exactly one control-code combination")),
+        NoiseSpec("gaussian", epsilon, delta), ledger=ledger, name="control-code histogram")
+    return CodeDistribution(fields, cells, tuple(noisy.tolist()))

@@ -1,0 +1,259 @@
+"""``DPFineTuneGenerator``: the ``dpft`` generator's Python API.
+
+    gen = DPFineTuneGenerator(epsilon=8, delta=1e-5).fit(read_corpus("demo:bbc-news/train"))
+    docs = gen.generate(500)               # [{"text", "label", ...}, ...]
+    write_report(gen.privacy_report("python api", {}), "out.privacy.json")
+    gen.save("adapter/"); DPFineTuneGenerator.load("adapter/")
+
+Budget: ``epsilon`` is the whole run's. ``code_share`` of it (and ``code_delta_share``
+of δ) goes to the Gaussian control-code histogram; the DP-SGD noise multiplier is then
+solved so that the ledger's composition of both (PLD accountant) is ≤ ε. ε = ∞ trains
+without DP and uses exact code frequencies: the output is then NOT private and the
+report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dptext.corpus import Corpus, InputError
+from dptext.generators.dpft.codes import (
+    LABEL_FIELD,
+    CodeDistribution,
+    code_domains,
+    document_codes,
+    format_codes,
+    release_code_distribution,
+)
+from dptext.generators.dpft.model import DEFAULT_MODEL, load_base
+from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig, generate, pplm_generate
+from dptext.generators.dpft.train import (
+    DPFTConfig,
+    DPFTModule,
+    TrainPlan,
+    add_lora,
+    encode,
+    new_seed,
+    train,
+    trainable_state,
+)
+from dptext.privacy import PrivacyLedger, Release
+from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
+from dptext.reporting import LABELS_FROM_DATA, build_report
+
+NOT_PRIVATE = "NOT PRIVATE: ε = ∞, the model was fine-tuned without DP on the private corpus"
+PRIVACY_NOTES = (
+    "dpft: one document = one DP-SGD sample (truncated to max_length tokens), Poisson-sampled; "
+    "per-document gradients clipped to max_grad_norm; Gaussian noise added by Opacus.",
+    "dpft: the base model is public (pre-trained, not on this corpus).",
+)
+
+
+class DPFineTuneGenerator:
+    """DP-SGD + LoRA fine-tuning with control codes; optional multi-task head + PPLM."""
+
+    def __init__(self, epsilon: float, delta: float = 1e-5, *, model: str | Path | None = None,
+                 config: DPFTConfig | None = None, metadata_fields: Sequence[str] = (),
+                 code_values: dict[str, Sequence[str]] | None = None,
+                 checkpoint_dir: str | Path | None = None, seed: int | None = None,
+                 progress: bool = True):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.model = model
+        self.config = config or DPFTConfig()
+        self.metadata_fields = tuple(metadata_fields)
+        self.code_values = code_values
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
+        self.seed = seed
+        self.progress = progress
+
+    @property
+    def private(self) -> bool:
+        return math.isfinite(self.epsilon)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
+        """Train on ``corpus``. ``base``: an already loaded ``(model, tokenizer)`` (tests)."""
+        if len(corpus) == 0:
+            raise InputError(f"{corpus.source}: the corpus is empty")
+        if not (self.epsilon > 0):
+            raise ValueError(f"epsilon must be positive (or inf), got {self.epsilon}")
+        cfg = self.config
+        codes = document_codes(corpus, self.metadata_fields)
+        lm, tok = base if base is not None else load_base(self.model)
+        self.tokenizer_ = tok
+        lm = add_lora(lm, cfg)
+        domains = code_domains(codes, self.code_values)
+        self.classes_ = list(domains.get(LABEL_FIELD, ()))
+        n_cls = len(self.classes_) if (cfg.multitask and self.classes_) else 0
+        self.module_ = DPFTModule(lm, n_cls)
+        n_params = sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
+        plan_file = self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
+        if plan_file is not None and plan_file.exists():  # resume: no new noise, same plan
+            self._restore_plan(json.loads(plan_file.read_text()))
+        else:
+            self._plan(codes, domains, n_params)
+            if plan_file is not None:
+                self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+                plan_file.write_text(json.dumps(self._plan_dict(), indent=2))
+        code_strings = [format_codes(c) for c in codes]
+        docs = encode(tok, code_strings, corpus.texts, cfg.max_length)
+        cls_docs = y = None
+        if n_cls:
+            cls_docs = encode(tok, [""] * len(corpus), corpus.texts, cfg.cls_max_length,
+                              with_codes=False)
+            y = [self.classes_.index(c[LABEL_FIELD]) for c in codes]
+        prior = [r for r in self.ledger_.releases if r.mechanism != "dp-sgd"]
+        live = None
+        if self.plan_.noise_multiplier is not None:
+            sgd = next(r for r in self.ledger_.releases if r.mechanism == "dp-sgd")
+
+            def live(steps: int) -> float:
+                return quick_epsilon([*prior, _with_steps(sgd, steps)])
+        self.train_log_ = train(self.module_, tok, docs, self.plan_, cfg, cls_docs=cls_docs,
+                                labels=y, checkpoint_dir=self.checkpoint_dir,
+                                live_epsilon=live, progress=self.progress)
+        self.module_.eval()
+        return self
+
+    def _plan(self, codes: list[dict[str, str]], domains: dict, n_params: int) -> None:
+        cfg = self.config
+        self.domains_ = domains
+        self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
+        if self.private:
+            dist = release_code_distribution(
+                codes, self.domains_, epsilon=cfg.code_share * self.epsilon,
+                delta=cfg.code_delta_share * self.delta, ledger=self.ledger_)
+        else:
+            dist = release_code_distribution(codes, self.domains_, epsilon=None, delta=0,
+                                             ledger=self.ledger_)
+        self.code_distribution_ = dist
+        n_hat = dist.total()  # DP estimate of N (exact when ε = ∞)
+        q = min(1.0, cfg.batch_size / n_hat)
+        steps = max(1, math.ceil(cfg.epochs / q))
+        sigma = None
+        if self.private:
+            rec = calibrate_dp_sgd(epsilon_total=self.epsilon,
+                                   delta=(1 - cfg.code_delta_share) * self.delta,
+                                   sampling_rate=q, steps=steps, prior=self.ledger_.releases,
+                                   max_grad_norm=cfg.max_grad_norm, name="DP-SGD fine-tuning")
+            rec = replace(rec, dimension=n_params)  # noised coordinates per step
+            self.ledger_.record(rec)
+            sigma = rec.noise_multiplier
+        seed = self.seed if self.seed is not None else new_seed()
+        self.plan_ = TrainPlan(sampling_rate=q, steps=steps, noise_multiplier=sigma, seed=seed)
+
+    def _plan_dict(self) -> dict:
+        return {"plan": asdict(self.plan_), "ledger": self.ledger_.to_dict()["releases"],
+                "codes": self.code_distribution_.to_dict(),
+                "domains": {k: list(v) for k, v in self.domains_.items()},
+                "epsilon": _num(self.epsilon), "delta": self.delta,
+                "config": self.config.to_dict(), "model": str(self.model or DEFAULT_MODEL),
+                "metadata_fields": list(self.metadata_fields)}
+
+    def _restore_plan(self, d: dict) -> None:
+        if _num(self.epsilon) != d["epsilon"] or self.config.to_dict() != d["config"]:
+            raise ValueError("the checkpoint folder holds a run with other settings; use "
+                             "another folder or the same ε and configuration")
+        self.plan_ = TrainPlan(**d["plan"])
+        self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None,
+                                     releases=[Release(**r) for r in d["ledger"]])
+        self.code_distribution_ = CodeDistribution.from_dict(d["codes"])
+        self.domains_ = {k: tuple(v) for k, v in d["domains"].items()}
+
+    # ------------------------------------------------------------------ generate
+    def generate(self, n: int, *, sampling: SamplingConfig | None = None, pplm: bool = False,
+                 pplm_config: PPLMConfig | None = None,
+                 rng: np.random.Generator | None = None) -> list[dict[str, Any]]:
+        """``n`` synthetic documents with codes drawn from the released distribution."""
+        rng = rng or np.random.default_rng()
+        sampling = sampling or SamplingConfig()
+        codes = self.code_distribution_.sample(n, rng)
+        strings = [format_codes(c) for c in codes]
+        seed = int(rng.integers(2**31))
+        lm = self.module_.lm
+        if pplm:
+            if self.module_.head is None:
+                raise ValueError("PPLM steering needs the classifier head: fit with "
+                                 "DPFTConfig(multitask=True)")
+            targets = [self.classes_.index(c[LABEL_FIELD]) for c in codes]
+            texts = pplm_generate(lm, self.module_.head, self.tokenizer_, strings, targets,
+                                  sampling, pplm_config or PPLMConfig(), seed=seed)
+        else:
+            texts = generate(lm, self.tokenizer_, strings, sampling, seed=seed)
+        out = []
+        for c, t in zip(codes, texts, strict=True):
+            rec: dict[str, Any] = {"text": t, "label": c.get(LABEL_FIELD)}
+            rec.update({k: v for k, v in c.items() if k != LABEL_FIELD})
+            rec["generator"] = "dpft" + ("+pplm" if pplm else "")
+            if not self.private:
+                rec["private"] = False
+            out.append(rec)
+        return out
+
+    # ------------------------------------------------------------------ report, save, load
+    def guarantee(self):
+        return self.ledger_.guarantee()
+
+    def privacy_report(self, command: str, parameters: dict[str, Any]) -> dict[str, Any]:
+        notes = [*PRIVACY_NOTES, LABELS_FROM_DATA]
+        params = {"method": "dpft", "epsilon_target": _num(self.epsilon), "delta": self.delta,
+                  "train_plan": asdict(self.plan_) | {"seed": "<secret>"},
+                  "dpft_config": self.config.to_dict(), **parameters}
+        report = build_report(self.ledger_, command=command, parameters=params, notes=notes)
+        if not self.private:
+            report["guarantee"] = {"epsilon": "inf", "delta": 1.0, "method": NOT_PRIVATE,
+                                   "summary": NOT_PRIVATE}
+            report["assumptions"].insert(0, NOT_PRIVATE)
+        return report
+
+    def save(self, path: str | Path) -> Path:
+        """The LoRA adapter (peft format), the classifier head, and the released data."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.module_.lm.save_pretrained(path / "adapter")
+        torch.save(trainable_state(self.module_), path / "trainable.pt")
+        meta = self._plan_dict()
+        meta["plan"]["seed"] = None  # the sampling seed stays secret
+        meta["classes"] = self.classes_
+        (path / "dpft.json").write_text(json.dumps(meta, indent=2))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, base=None, progress: bool = False) -> DPFineTuneGenerator:
+        path = Path(path)
+        meta = json.loads((path / "dpft.json").read_text())
+        eps = float(meta["epsilon"])
+        model = None if meta["model"] == DEFAULT_MODEL else meta["model"]
+        gen = cls(eps, meta["delta"], model=model, config=DPFTConfig.from_dict(meta["config"]),
+                  metadata_fields=meta["metadata_fields"], progress=progress)
+        gen._restore_plan(meta)
+        gen.classes_ = meta["classes"]
+        lm, tok = base if base is not None else load_base(model)
+        gen.tokenizer_ = tok
+        lm = add_lora(lm, gen.config)
+        n_cls = len(gen.classes_) if gen.config.multitask else 0
+        gen.module_ = DPFTModule(lm, n_cls)
+        missing = gen.module_.load_state_dict(torch.load(path / "trainable.pt"), strict=False)
+        if missing.unexpected_keys:
+            raise ValueError(f"{path}: unexpected weights {missing.unexpected_keys[:3]}")
+        gen.module_.eval()
+        return gen
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else "inf"
+
+
+def _with_steps(rec: Release, steps: int) -> Release:
+    return dp_sgd_release(name=rec.name, noise_multiplier=rec.noise_multiplier,
+                          sampling_rate=rec.sampling_rate, steps=steps,
+                          max_grad_norm=rec.sensitivity, epsilon=math.inf, delta=rec.delta)

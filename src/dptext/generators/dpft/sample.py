@@ -1,0 +1,158 @@
+"""Decoding: top-k + nucleus sampling from ``[BOS]codes[SEP]``, and PPLM steering.
+
+Everything here post-processes the DP-trained model (and released code
+distribution): it costs no privacy, however many documents are generated.
+
+PPLM (Dathathri et al. 2020), adapted to the multi-task model: at each step a
+perturbation Δ of the last hidden state is found by a few normalised gradient steps
+on ``CE(head(mean hidden states), y) + kl_scale·KL(p_Δ ‖ p)``. The classifier reads
+the code-free stream ``[BOS][SEP]text`` (as in training, so it cannot read the label
+off the codes); the same Δ moves the conditional stream's hidden state, and the next
+token is drawn from p_Δ^γ · p^(1−γ) (γ = ``gm_scale``) after top-k / top-p filtering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    max_new_tokens: int = 96
+    top_k: int = 50
+    top_p: float = 0.95
+    temperature: float = 1.0
+    batch_size: int = 16
+
+
+@dataclass(frozen=True)
+class PPLMConfig:
+    step_size: float = 0.04
+    iterations: int = 3
+    kl_scale: float = 0.01
+    gm_scale: float = 0.9
+
+
+def prompt_ids(tok, codes: str, with_codes: bool = True) -> list[int]:
+    ids = [tok.dpft_bos_id]
+    if with_codes:
+        ids += tok(codes, add_special_tokens=False).input_ids
+    return [*ids, tok.dpft_sep_id]
+
+
+def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Keep the top-k tokens, then the smallest set with probability ≥ top_p."""
+    logits = logits.clone()
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1, None]
+        logits[logits < kth] = -float("inf")
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+        probs = torch.softmax(sorted_logits, -1)
+        drop = probs.cumsum(-1) - probs > top_p  # keep the token that crosses top_p
+        sorted_logits[drop] = -float("inf")
+        logits = torch.full_like(logits, -float("inf")).scatter(-1, order, sorted_logits)
+    return logits
+
+
+def _decode(tok, rows: list[list[int]]) -> list[str]:
+    return [tok.decode(r, skip_special_tokens=True).strip() for r in rows]
+
+
+def _stop_rows(tokens: torch.Tensor, eos: int) -> list[list[int]]:
+    out = []
+    for row in tokens.tolist():
+        out.append(row[: row.index(eos)] if eos in row else row)
+    return out
+
+
+@torch.no_grad()
+def generate(lm, tok, code_strings: Sequence[str], cfg: SamplingConfig, *,
+             seed: int = 0) -> list[str]:
+    """One text per code string; prompts with equal codes are batched together."""
+    torch.manual_seed(seed)
+    lm.eval()
+    texts: list[str | None] = [None] * len(code_strings)
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(code_strings):
+        groups.setdefault(c, []).append(i)
+    for codes, idx in groups.items():
+        p = torch.tensor([prompt_ids(tok, codes)])
+        for s in range(0, len(idx), cfg.batch_size):
+            chunk = idx[s: s + cfg.batch_size]
+            ids = p.repeat(len(chunk), 1)
+            out = lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
+                              top_k=cfg.top_k, top_p=cfg.top_p, temperature=cfg.temperature,
+                              max_new_tokens=cfg.max_new_tokens, pad_token_id=tok.pad_token_id,
+                              eos_token_id=tok.eos_token_id)
+            for i, t in zip(chunk, _decode(tok, _stop_rows(out[:, ids.shape[1]:],
+                                                           tok.eos_token_id)), strict=True):
+                texts[i] = t
+    return [t or "" for t in texts]
+
+
+def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets: Sequence[int],
+                  cfg: SamplingConfig, pplm: PPLMConfig = PPLMConfig(), *,
+                  seed: int = 0) -> list[str]:
+    """Like ``generate``, steered towards class ``targets[i]`` by the classifier head."""
+    torch.manual_seed(seed)
+    lm.eval()
+    out_emb = lm.get_output_embeddings()
+    texts: list[str] = [""] * len(code_strings)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, (c, y) in enumerate(zip(code_strings, targets, strict=True)):
+        groups.setdefault((c, y), []).append(i)
+    for (codes, y), idx in groups.items():
+        for s in range(0, len(idx), cfg.batch_size):
+            chunk = idx[s: s + cfg.batch_size]
+            rows = _pplm_batch(lm, head, out_emb, tok, codes, y, len(chunk), cfg, pplm)
+            for i, t in zip(chunk, _decode(tok, rows), strict=True):
+                texts[i] = t
+    return texts
+
+
+def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PPLMConfig):
+    cond = torch.tensor([prompt_ids(tok, codes)]).repeat(b, 1)
+    unc = torch.tensor([prompt_ids(tok, codes, with_codes=False)]).repeat(b, 1)
+    target = torch.full((b,), y, dtype=torch.long)
+    pkv_c = pkv_u = None
+    pooled_sum = torch.zeros(b, lm.config.hidden_size)
+    generated = []
+    done = torch.zeros(b, dtype=torch.bool)
+    for count in range(cfg.max_new_tokens):  # count: text tokens pooled so far
+        with torch.no_grad():
+            oc = lm(input_ids=cond, past_key_values=pkv_c, use_cache=True,
+                    output_hidden_states=True)
+            ou = lm(input_ids=unc, past_key_values=pkv_u, use_cache=True,
+                    output_hidden_states=True)
+        pkv_c, pkv_u = oc.past_key_values, ou.past_key_values
+        h_c = oc.hidden_states[-1][:, -1]
+        h_u = ou.hidden_states[-1][:, -1]
+        base = torch.log_softmax(oc.logits[:, -1] / cfg.temperature, -1)
+        delta = torch.zeros_like(h_c, requires_grad=True)
+        for _ in range(pp.iterations):
+            pooled = (pooled_sum + h_u + delta) / (count + 1)
+            cls_loss = nn.functional.cross_entropy(head(pooled), target)
+            logp = torch.log_softmax(out_emb(h_c + delta) / cfg.temperature, -1)
+            kl = (logp.exp() * (logp - base)).sum(-1).mean()
+            loss = cls_loss + pp.kl_scale * kl
+            (grad,) = torch.autograd.grad(loss, delta)
+            with torch.no_grad():
+                delta -= pp.step_size * grad / (grad.norm(dim=-1, keepdim=True) + 1e-10)
+        with torch.no_grad():
+            pert = torch.log_softmax(out_emb(h_c + delta) / cfg.temperature, -1)
+            fused = pp.gm_scale * pert + (1 - pp.gm_scale) * base
+            probs = torch.softmax(filter_logits(fused, cfg.top_k, cfg.top_p), -1)
+            nxt = torch.multinomial(probs, 1)
+            nxt[done] = tok.eos_token_id
+        pooled_sum = pooled_sum + h_u
+        generated.append(nxt)
+        done |= nxt.squeeze(1) == tok.eos_token_id
+        if bool(done.all()):
+            break
+        cond, unc = nxt, nxt
+    return _stop_rows(torch.cat(generated, 1), tok.eos_token_id)

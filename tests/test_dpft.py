@@ -1,0 +1,379 @@
+"""dpft: accountant calibration, ledger composition, control codes, DP-SGD training on a
+tiny model of SmolLM2's architecture, generation, PPLM, save/load and resume."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+
+pytest.importorskip("opacus")
+pytest.importorskip("peft")
+
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from dptext.corpus import Corpus
+from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, compose, release
+from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release
+
+
+def test_noise_multiplier_reproduces_target_epsilon():
+    rec = calibrate_dp_sgd(epsilon_total=4.0, delta=1e-5, sampling_rate=0.1, steps=30)
+    eps = compose([rec]).epsilon
+    assert 3.9 < eps <= 4.0
+    assert rec.epsilon == pytest.approx(eps)
+    # 1 % less noise must overshoot the target: the solved σ is (nearly) the smallest
+    lower = dp_sgd_release(name="x", noise_multiplier=rec.noise_multiplier * 0.99,
+                           sampling_rate=0.1, steps=30, max_grad_norm=1.0, epsilon=math.inf,
+                           delta=1e-5)
+    assert compose([lower]).epsilon > 4.0
+    # an independent accountant (RDP) is looser, never tighter, at the same σ
+    acc = rdp_privacy_accountant.RdpAccountant()
+    acc.compose(rec.dp_event())
+    assert acc.get_epsilon(1e-5) >= eps - 1e-6
+
+
+def test_noise_multiplier_agrees_with_opacus():
+    from opacus.accountants.utils import get_noise_multiplier
+
+    rec = calibrate_dp_sgd(epsilon_total=8.0, delta=1e-5, sampling_rate=0.05, steps=50)
+    theirs = get_noise_multiplier(target_epsilon=8.0, target_delta=1e-5, sample_rate=0.05,
+                                  steps=50, accountant="prv")
+    assert rec.noise_multiplier == pytest.approx(theirs, rel=0.03)
+
+
+def test_ledger_composes_code_histogram_with_dp_sgd():
+    ledger = PrivacyLedger(epsilon_cap=6.0)
+    release(np.array([10.0, 20.0]), Sensitivity(1, 1, "one doc, one cell"),
+            NoiseSpec("gaussian", 0.5, 1e-6), ledger=ledger, name="codes")
+    rec = calibrate_dp_sgd(epsilon_total=6.0, delta=9e-6, sampling_rate=0.1, steps=20,
+                           prior=ledger.releases)
+    ledger.record(rec)
+    g = ledger.guarantee()
+    assert g.delta == pytest.approx(1e-5)
+    assert g.epsilon <= 6.0
+    # the composition is the PLD of both events, not an assertion
+    from dp_accounting.pld import pld_privacy_accountant
+    alone = pld_privacy_accountant.PLDAccountant()
+    alone.compose(rec.dp_event())
+    assert alone.get_epsilon(1e-5) < g.epsilon  # the histogram is charged
+    acc = pld_privacy_accountant.PLDAccountant()
+    acc.compose(dp_accounting.GaussianDpEvent(ledger.releases[0].noise_multiplier))
+    acc.compose(rec.dp_event())
+    assert g.epsilon == pytest.approx(acc.get_epsilon(1e-5), rel=1e-6)
+    # a ledger saved and loaded keeps the DP-SGD record
+    loaded = PrivacyLedger(releases=[*ledger.releases])
+    assert loaded.guarantee().epsilon == pytest.approx(g.epsilon)
+
+
+def test_dp_sgd_record_is_validated():
+    with pytest.raises(ValueError):
+        dp_sgd_release(name="x", noise_multiplier=1.0, sampling_rate=0.0, steps=3,
+                       max_grad_norm=1.0, epsilon=1.0, delta=1e-5)
+
+
+# ---------------------------------------------------------------- the generator, tiny model
+@pytest.fixture(scope="module")
+def tiny():
+    from dptext.generators.dpft.model import tiny_model
+
+    return tiny_model
+
+
+def _corpus(n=24):
+    texts = [f"the match ended with a late goal number {i}" for i in range(n // 2)]
+    texts += [f"shares fell on the market today by {i} percent" for i in range(n // 2)]
+    labels = ["sport"] * (n // 2) + ["business"] * (n // 2)
+    sex = ["F", "M"] * (n // 2)
+    return Corpus(tuple(texts), tuple(labels), columns={"sex": tuple(sex)})
+
+
+def test_encode_truncates_one_sample_per_document(tiny):
+    from dptext.generators.dpft.train import encode
+
+    _, tok = tiny()
+    long = " ".join(["word"] * 500)
+    docs = encode(tok, ["label: a", "label: b"], [long, "short"], max_length=40)
+    assert len(docs) == 2  # one sample per document, however long
+    assert len(docs[0][0]) == 40
+    assert docs[0][0][0] == tok.dpft_bos_id and tok.dpft_sep_id in docs[0][0]
+    assert docs[1][0][-1] == tok.eos_token_id
+
+
+def test_fit_generate_report_save_load(tiny, tmp_path):
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
+
+    cfg = DPFTConfig(epochs=0.5, batch_size=6, max_length=24, multitask=True)
+    gen = DPFineTuneGenerator(6.0, 1e-5, config=cfg, metadata_fields=["sex"], seed=0,
+                              progress=False).fit(_corpus(), base=tiny())
+    names = [r.mechanism for r in gen.ledger_.releases]
+    assert names == ["gaussian", "dp-sgd"]
+    g = gen.guarantee()
+    assert g.epsilon <= 6.0
+    assert len(gen.train_log_["loss"]) == gen.plan_.steps
+    docs = gen.generate(4, sampling=SamplingConfig(max_new_tokens=5),
+                        rng=np.random.default_rng(0))
+    assert len(docs) == 4
+    assert all(d["label"] in ("sport", "business") and d["sex"] in ("F", "M") for d in docs)
+    rep = gen.privacy_report("test", {})
+    assert rep["guarantee"]["epsilon"] == pytest.approx(g.epsilon)
+    assert {r["mechanism"] for r in rep["releases"]} == {"gaussian", "dp-sgd"}
+    assert rep["parameters"]["train_plan"]["seed"] == "<secret>"
+    gen.save(tmp_path / "a")
+    again = DPFineTuneGenerator.load(tmp_path / "a", base=tiny())
+    assert again.guarantee().epsilon == pytest.approx(g.epsilon)
+    same = again.generate(4, sampling=SamplingConfig(max_new_tokens=5),
+                          rng=np.random.default_rng(0))
+    assert [d["text"] for d in same] == [d["text"] for d in docs]
+
+
+def test_infinite_epsilon_is_labelled_not_private(tiny):
+    from dptext.generators.dpft import NOT_PRIVATE, DPFineTuneGenerator, DPFTConfig, SamplingConfig
+
+    gen = DPFineTuneGenerator(math.inf, config=DPFTConfig(epochs=0.3, batch_size=8,
+                                                          max_length=16),
+                              seed=0, progress=False).fit(_corpus(), base=tiny())
+    assert gen.ledger_.releases == []
+    assert gen.code_distribution_.noisy_counts == (12.0, 12.0)  # exact, business/sport
+    rep = gen.privacy_report("test", {})
+    assert rep["guarantee"]["summary"] == NOT_PRIVATE
+    docs = gen.generate(2, sampling=SamplingConfig(max_new_tokens=3))
+    assert all(d["private"] is False for d in docs)
+
+
+def test_resume_reuses_plan_and_state(tiny, tmp_path):
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig
+    from dptext.generators.dpft.train import trainable_state
+
+    cfg = DPFTConfig(epochs=0.5, batch_size=6, max_length=16, checkpoint_every=1)
+    first = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
+                                ).fit(_corpus(), base=tiny())
+    second = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
+                                 ).fit(_corpus(), base=tiny(seed=1))
+    # no new noise: the same released histogram and plan; training already complete
+    assert second.code_distribution_ == first.code_distribution_
+    assert second.plan_ == first.plan_
+    a, b = trainable_state(first.module_), trainable_state(second.module_)
+    assert all(np.allclose(a[k].numpy(), b[k].numpy()) for k in a)
+    with pytest.raises(ValueError, match="other settings"):
+        DPFineTuneGenerator(3.0, config=cfg, checkpoint_dir=tmp_path, progress=False
+                            ).fit(_corpus(), base=tiny())
+
+
+def test_code_distribution_sampling_and_negative_counts():
+    from dptext.generators.dpft.codes import CodeDistribution
+
+    d = CodeDistribution(("label",), (("a",), ("b",), ("c",)), (-3.0, 5.0, 15.0))
+    assert d.probabilities().tolist() == [0.0, 0.25, 0.75]
+    assert d.total() == 17.0
+    s = d.sample(2000, np.random.default_rng(0))
+    assert {x["label"] for x in s} == {"b", "c"}
+    allneg = CodeDistribution(("label",), (("a",), ("b",)), (-1.0, -2.0))
+    assert allneg.probabilities().tolist() == [0.5, 0.5]
+
+
+def test_pplm_steers_towards_the_head(tiny):
+    """With a strong step, PPLM output differs from plain sampling and the head's
+    probability of the target class rises over the steered stream."""
+    import torch
+
+    from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig, pplm_generate
+    from dptext.generators.dpft.train import DPFTModule
+
+    lm, tok = tiny()
+    mod = DPFTModule(lm, 2)
+    torch.manual_seed(0)
+    cfg = SamplingConfig(max_new_tokens=6, top_k=0, top_p=1.0)
+    plain = pplm_generate(lm, mod.head, tok, ["label: a"] * 3, [1, 1, 1], cfg,
+                          PPLMConfig(step_size=0.0), seed=3)
+    steered = pplm_generate(lm, mod.head, tok, ["label: a"] * 3, [1, 1, 1], cfg,
+                            PPLMConfig(step_size=20.0, gm_scale=1.0, kl_scale=0.0), seed=3)
+    assert plain != steered
+
+
+def test_filter_logits_top_k_and_top_p():
+    import torch
+
+    from dptext.generators.dpft.sample import filter_logits
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    kept = torch.isfinite(filter_logits(logits, 3, 1.0))
+    assert kept.tolist() == [[True, True, True, False]]
+    kept = torch.isfinite(filter_logits(logits, 0, 0.7))
+    assert kept.tolist() == [[True, True, False, False]]
+
+
+@pytest.mark.slow
+def test_real_smollm2_through_the_cli(tmp_path):
+    """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps via
+    ``dptext dpft``, and the run writes documents and its report."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+    from dptext.corpus import write_jsonl
+
+    c = _corpus(16)
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    res = CliRunner().invoke(app, [
+        "dpft", "--epsilon", "8", "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
+        "-o", str(out), "--documents", "2", "--seed", "0", "--epochs", "0.25",
+        "--batch-size", "4", "--max-length", "24", "--max-new-tokens", "8", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    docs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(docs) == 2 and all(d["label"] in ("sport", "business") for d in docs)
+    rep = json.loads(out.with_name("out.privacy.json").read_text())
+    assert 0 < rep["guarantee"]["epsilon"] <= 8.0
+    train = next(r for r in rep["releases"] if r["mechanism"] == "dp-sgd")
+    assert train["dimension"] > 0 and train["steps"] >= 1
+
+
+def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
+    import json
+
+    from dptext.generators.dpft import DPFTConfig, SamplingConfig
+    from dptext.generators.dpft.run import run_dir_for, run_dpft
+    from dptext.reporting import report_path
+
+    out = tmp_path / "synth.jsonl"
+    kw = dict(epsilon=8.0, n_documents=5, config=DPFTConfig(epochs=0.3, batch_size=8,
+                                                            max_length=16),
+              sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False, chunk=2)
+    rep = run_dpft(_corpus(), out, base=tiny(), **kw)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 5 and all({"text", "label"} <= set(x) for x in lines)
+    saved = json.loads(report_path(out).read_text())
+    assert saved["guarantee"]["epsilon"] == pytest.approx(rep["guarantee"]["epsilon"])
+    assert saved["guarantee"]["epsilon"] <= 8.0
+    # an interrupted generation continues: drop the last journal lines and re-run
+    journal = run_dir_for(out) / "generated.jsonl"
+    journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines()[:2]))
+    run_dpft(_corpus(), out, base=tiny(), **kw)
+    assert [json.loads(x) for x in out.read_text().splitlines()][:2] == lines[:2]
+    assert len(out.read_text().splitlines()) == 5
+
+
+def test_cli_lists_dpft_and_generate_needs_epsilon(tmp_path):
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+
+    res = CliRunner().invoke(app, ["dpft", "--help"])
+    assert res.exit_code == 0 and "--epsilon" in res.output
+    res = CliRunner().invoke(app, ["generate", "--method", "dpft", "-i", "demo:bbc-news/train",
+                                   "-o", str(tmp_path / "x.jsonl")])
+    assert res.exit_code != 0 and "--epsilon" in res.output
+
+
+def test_generate_method_dpft_calls_run_dpft(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    import dptext.generators.dpft.run as run_mod
+    from dptext.cli import app
+    from dptext.corpus import write_jsonl
+
+    seen = {}
+
+    def fake(corpus, out, **kw):
+        seen.update(kw, n=len(corpus), out=out)
+        return {"parameters": {"documents": kw["n_documents"]},
+                "releases": [], "assumptions": [],
+                "guarantee": {"summary": "x", "method": "y"}}
+
+    monkeypatch.setattr(run_mod, "run_dpft", fake)
+    c = _corpus(6)
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                tmp_path / "in.jsonl")
+    res = CliRunner().invoke(app, [
+        "generate", "--method", "dpft", "--epsilon", "4", "--delta", "1e-6",
+        "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
+        "-o", str(tmp_path / "o.jsonl"), "--total-sequences", "3", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert seen["epsilon"] == 4.0 and seen["delta"] == 1e-6 and seen["n_documents"] == 3
+    assert seen["n"] == 6
+    json.dumps(seen, default=str)
+
+
+def test_canary_scores_match_direct_likelihood(tiny):
+    """The trie scoring of all 10,000 secrets equals a direct forward pass."""
+    import torch
+
+    from dptext.generators.dpft.canary import (
+        CANARY_TEMPLATES,
+        Canary,
+        canary_prompt,
+        exposure,
+        rank_of,
+        secret_log_probs,
+    )
+
+    lm, tok = tiny()
+    c = Canary(CANARY_TEMPLATES[0], "0429", 10, "sport")
+    prompt = canary_prompt(tok, c, "label: sport")
+    scores = secret_log_probs(lm, tok, prompt)
+    assert scores.shape == (10_000,)
+    for secret in ("0429", "9999", "1000"):
+        ids = torch.tensor([prompt + [tok.convert_tokens_to_ids(d) for d in secret]])
+        with torch.no_grad():
+            logp = torch.log_softmax(lm(input_ids=ids).logits[0], -1)
+        n = len(prompt)
+        direct = sum(float(logp[n - 1 + i, ids[0, n + i]]) for i in range(4))
+        assert scores[int(secret)] == pytest.approx(direct, abs=1e-3)
+    r = rank_of(scores, "0429")
+    assert 1 <= r <= 10_000 and exposure(1) == pytest.approx(math.log2(10_000))
+
+
+def test_canary_insertion_counts():
+    from dptext.generators.dpft.canary import insert_canaries, make_canaries
+
+    c = _corpus(8)
+    canaries = make_canaries((1, 10, 100), c.classes, np.random.default_rng(0))
+    poisoned = insert_canaries(c, canaries)
+    assert len(poisoned) == 8 + 111
+    for k in canaries:
+        assert poisoned.texts.count(k.text) == k.insertions
+
+
+def test_icl_reference_is_opt_in_and_labelled_not_private():
+    from dptext.generators.dpft.icl import ICL_NOT_PRIVATE, icl_reference, icl_report
+    from dptext.llm.recording import RecordingBackend
+
+    backend = RecordingBackend(answer=lambda p: " a new text ")
+    corpus = _corpus(8)
+    with pytest.raises(ValueError, match="NOT PRIVATE"):
+        icl_reference(corpus, 2, backend=backend)
+    docs = icl_reference(corpus, 4, backend=backend, not_private=True, shots=2,
+                         metadata_fields=["sex"], rng=np.random.default_rng(0))
+    assert all(d["private"] is False and d["privacy"] == ICL_NOT_PRIVATE for d in docs)
+    assert [d["text"] for d in docs] == ["a new text"] * 4
+    for d, p in zip(docs, backend.prompts, strict=True):
+        text = p.text()
+        # the target's codes are covered by at least one real example in the prompt
+        assert f"label: {d['label']}" in text.rsplit("codes:", 1)[0]
+        assert text.rstrip().endswith("text:")
+    rep = icl_report("test", {})
+    assert rep["guarantee"]["summary"] == ICL_NOT_PRIVATE
+
+
+def test_dpft_imports_llm_only_in_the_icl_reference():
+    import ast
+    from pathlib import Path
+
+    import dptext.generators.dpft as pkg
+
+    for f in Path(pkg.__file__).parent.glob("*.py"):
+        mods = set()
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods.add(node.module)
+            elif isinstance(node, ast.Import):
+                mods.update(a.name for a in node.names)
+        uses_llm = any(m == "dptext.llm" or m.startswith("dptext.llm.") for m in mods)
+        assert uses_llm == (f.name == "icl.py"), f.name
