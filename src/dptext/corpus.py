@@ -163,7 +163,8 @@ def _read_table(path: Path, fmt: str, encoding: str):
         raise InputError(f"{path}: not a readable Parquet file ({e})") from None
 
 
-def _read_jsonl(path: Path, encoding: str) -> list[dict]:
+def read_jsonl_records(path: Path, encoding: str = "utf-8") -> list[dict]:
+    """JSON objects of a JSONL file, each with ``__row__`` ("line N") for error messages."""
     rows = []
     text = _decode(path, path.read_bytes(), encoding)
     for n, line in enumerate(text.splitlines(), start=1):
@@ -246,7 +247,7 @@ def read_corpus(
     wanted = {"text": text_column, "label": label_column}
     wanted.update({f"extra ({c})": c for c in extra_columns})
     if fmt == "jsonl":
-        rows = _read_jsonl(path, encoding)
+        rows = read_jsonl_records(path, encoding)
         if not rows:
             raise InputError(f"{path}: the file holds no JSON lines")
         keys = set().union(*(r.keys() for r in rows)) - {"__row__"}

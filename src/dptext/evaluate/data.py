@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dptext.corpus import Corpus, InputError, read_corpus
+from dptext.corpus import Corpus, InputError, read_corpus, read_jsonl_records
 
 Label = str | tuple[str, ...]
 
@@ -64,20 +64,13 @@ def read_synthetic(path: str | Path) -> Labelled:
         raise InputError(f"{path}: no such file")
     texts, labels, kps = [], [], []
     has_text = has_kp = False
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path}: line {n} is not valid JSON ({e.msg})") from None
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}: line {n} is not a JSON object")
+    for rec in read_jsonl_records(path):
+        n = rec["__row__"]  # "line N"
         text, kp = rec.get("text"), rec.get("keyphrases")
         if text is None and kp is None:
-            raise InputError(f"{path}: line {n} has neither 'text' nor 'keyphrases'")
+            raise InputError(f"{path}: {n} has neither 'text' nor 'keyphrases'")
         if kp is not None and not (isinstance(kp, list) and all(isinstance(k, str) for k in kp)):
-            raise InputError(f"{path}: line {n}: 'keyphrases' must be a list of strings")
+            raise InputError(f"{path}: {n}: 'keyphrases' must be a list of strings")
         has_text |= text is not None
         has_kp |= kp is not None
         lab = rec.get("label")
