@@ -45,7 +45,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+    load = ", load average %.1f (other jobs slow wall-clock figures)" % os.getloadavg()[0] \
+        if hasattr(os, "getloadavg") else ""
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
 
 
 def record(name: str, title: str, body: str) -> None:
