@@ -45,8 +45,7 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    load = ", load average %.1f (other jobs slow wall-clock figures)" % os.getloadavg()[0] \
-        if hasattr(os, "getloadavg") else ""
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
 
 
