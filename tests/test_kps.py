@@ -38,7 +38,7 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
     seeder.fit(bbc_small, rng=np.random.default_rng(0))
     g = seeder.ledger_.guarantee()
     assert g.epsilon <= 7.0 + 1e-9 and g.delta == pytest.approx(1e-5)
-    assert [r.name for r in seeder.ledger_.releases][0].startswith("vocabulary histogram")
+    assert seeder.ledger_.releases[0].name.startswith("vocabulary histogram")
     assert sum(r.parallel_group is not None for r in seeder.ledger_.releases) == 5
     seqs = seeder.sample(20, rng=np.random.default_rng(1))
     n_releases = len(seeder.ledger_.releases)
@@ -51,7 +51,8 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
     assert len(seeder.ledger_.releases) == n_releases  # sampling releases nothing
     # sports sequences should talk about sport more than business sequences do
     sport_words = {"game", "match", "team", "cup", "win", "season", "club", "players", "coach"}
-    share = {lab: np.mean([bool(set(s.keyphrases) & sport_words) for s in seqs if s.label == lab])
+    more = seeder.sample(100, rng=np.random.default_rng(3))  # sampling is free
+    share = {lab: np.mean([bool(set(s.keyphrases) & sport_words) for s in more if s.label == lab])
              for lab in ("sports", "business")}
     assert share["sports"] > share["business"]
 
@@ -121,7 +122,9 @@ def _reference_counts(texts):
 
 def _vocab_samples(runs, epsilon):
     rng = np.random.default_rng(0)
-    base = [" ".join(rng.choice(WORDS, 5)) for _ in range(30)]
+    # S distinct known words per document: with or without the contribution bound, D's
+    # counts agree, so a broken bound shows only through the planted document
+    base = [" ".join(rng.choice(WORDS, S, replace=False)) for _ in range(30)]
     planted = "w0 w0 w0 w0 w1 w1 w1 w2 w3 w4 w5"  # repeats and more than S distinct terms
     vocab = PublicVocabulary("test", WORDS)
     mu, mu_prime = _reference_counts(base), _reference_counts([*base, planted])
@@ -133,7 +136,7 @@ def _vocab_samples(runs, epsilon):
         stats = []
         for _ in range(runs):
             seeder = KeyphraseSeeder(vocab=vocab, terms_per_doc=S, epsilon_vocab=epsilon,
-                                     vocab_size=len(WORDS))
+                                     vocab_size=len(WORDS), vocab_noise="laplace")
             seeder.ledger_ = PrivacyLedger()
             seeder._release_vocabulary(corpus, vocab)
             # read the noisy histogram back through the release function's input hook
@@ -204,3 +207,26 @@ def test_undeclared_label_is_an_input_error(minilm):
     c = Corpus(texts=("a goal", "a bank"), labels=("sport", "money"))
     with pytest.raises(InputError, match="not among the declared labels"):
         KeyphraseSeeder(labels=("sport",), embedder=minilm).fit(c)
+
+
+def test_private_documents_never_reach_the_embedding_cache(tmp_path, monkeypatch):
+    """The on-disk cache holds phrases as keys: only released vocabulary terms may go there."""
+    import sqlite3
+
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
+    canary = "zqxv canary sentence that must never be cached"
+    texts = tuple([f"the match ended with a late goal {i}" for i in range(30)] + [canary])
+    seeder = KeyphraseSeeder(vocab=PublicVocabulary("t", ("match", "goal", "late", "ended")),
+                             embedder="minilm", epsilon_vocab=20.0, epsilon_kde=20.0,
+                             vocab_noise="laplace", features=64, length=2,
+                             method="independent", vocab_noise_terms=float("inf"),
+                             vocab_size=4)
+    seeder.fit(Corpus(texts=texts), rng=np.random.default_rng(0))
+    (db,) = tmp_path.rglob("*.sqlite")
+    with sqlite3.connect(db) as con:
+        cached = {r[0] for r in con.execute("select * from sqlite_master")}
+        rows = [str(r) for t in con.execute("select name from sqlite_master where type='table'")
+                for r in con.execute(f"select * from {t[0]}")]
+    assert cached and rows
+    assert not any("canary" in r or "zqxv" in r or "the match" in r for r in rows)
+    assert any("goal" in r for r in rows)  # released terms are cached

@@ -37,4 +37,4 @@ def test_cli_default_llm_is_the_catalogue_default():
     from dptext.cli.generate import DEFAULT_LLM
     from dptext.llm.models import CATALOGUE, DEFAULT_LOCAL_MODEL
 
-    assert DEFAULT_LLM == f"local:{DEFAULT_LOCAL_MODEL}" and DEFAULT_LOCAL_MODEL in CATALOGUE
+    assert f"local:{DEFAULT_LOCAL_MODEL}" == DEFAULT_LLM and DEFAULT_LOCAL_MODEL in CATALOGUE

@@ -136,3 +136,25 @@ def test_truncated_completion_is_cut_to_last_sentence():
 
     docs = generate_documents([Seq(None, ["alpha"])], Trunc(), PromptBuilder("note"))
     assert docs[0].text == "Alpha was seen."
+
+
+def test_interrupt_cancels_queued_prompts_and_keeps_journaled_ones(tmp_path):
+    class Interrupting(RecordingBackend):
+        max_concurrency = 1
+
+        def complete(self, prompts):
+            out = super().complete(prompts)
+            if len(self.prompts) == 3:
+                raise KeyboardInterrupt
+            return out
+
+    j = Journal(tmp_path / "j.jsonl")
+    b = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        run_prompts(b, _prompts(10), journal=j, concurrency=1)
+    assert len(b.prompts) == 3                   # the queued prompt was not sent
+    done = len(Journal(tmp_path / "j.jsonl"))
+    assert done == 2
+    b2 = RecordingBackend()
+    run_prompts(b2, _prompts(10), journal=Journal(tmp_path / "j.jsonl"))
+    assert len(b2.prompts) == 8

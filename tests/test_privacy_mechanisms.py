@@ -203,3 +203,32 @@ def test_audit_detects_nothing_between_identical_distributions():
     rng = np.random.default_rng(1)
     res = epsilon_lower_bound(rng.normal(size=5000), rng.normal(size=5000))
     assert res.epsilon_lower_bound < 0.2
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.8])
+def test_split_budget_gaussian_composes_to_the_total(share):
+    from dptext.privacy.split import split_budget
+
+    specs = split_budget(6.0, 1e-5, {"a": share, "b": 1 - share},
+                         {"a": "gaussian", "b": "gaussian"})
+    ledger = PrivacyLedger()
+    for name, spec in specs.items():
+        release(np.zeros(4), Sensitivity(1, 1, "t"), spec, ledger=ledger, name=name)
+    g = ledger.guarantee()
+    assert g.delta == pytest.approx(1e-5)
+    assert 5.98 < g.epsilon <= 6.0  # exact composition: the whole budget, not more
+    assert sum(s.epsilon for s in specs.values()) > 6.0  # per-stage ε may exceed it
+
+
+def test_split_budget_laplace_and_mixed():
+    from dptext.privacy.split import split_budget
+
+    lap = split_budget(6.0, 0.0, {"a": 0.25, "b": 0.75}, {"a": "laplace", "b": "laplace"})
+    assert (lap["a"].epsilon, lap["b"].epsilon) == (1.5, 4.5)
+    mixed = split_budget(6.0, 1e-5, {"a": 0.25, "b": 0.75}, {"a": "laplace", "b": "gaussian"})
+    ledger = PrivacyLedger()
+    for name, spec in mixed.items():
+        release(np.zeros(4), Sensitivity(1, 1, "t"), spec, ledger=ledger, name=name)
+    assert ledger.guarantee().epsilon <= 6.0 + 1e-9
+    with pytest.raises(ValueError, match="sum to 1"):
+        split_budget(6.0, 1e-5, {"a": 0.5, "b": 0.6}, {"a": "laplace", "b": "laplace"})

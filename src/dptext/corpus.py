@@ -38,6 +38,15 @@ class Corpus:
     def __post_init__(self) -> None:
         if self.labels is not None and len(self.labels) != len(self.texts):
             raise ValueError("texts and labels differ in length")
+        bad = next((i for i, t in enumerate(self.texts) if not isinstance(t, str)), None)
+        if bad is not None:
+            raise InputError(f"{self.source}: document {bad}: the text is a "
+                             f"{type(self.texts[bad]).__name__}, not a string")
+        if self.labels is not None:
+            bad = next((i for i, lab in enumerate(self.labels) if not isinstance(lab, str)), None)
+            if bad is not None:
+                raise InputError(f"{self.source}: document {bad}: the label is a "
+                                 f"{type(self.labels[bad]).__name__}, not a string")
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -143,6 +152,9 @@ def _read_table(path: Path, fmt: str, encoding: str):
         try:
             return pd.read_csv(StringIO(_decode(path, path.read_bytes(), encoding)), dtype=str,
                                keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise InputError(f"{path}: the file is empty (no header row with a "
+                             "'text' column)") from None
         except pd.errors.ParserError as e:
             raise InputError(f"{path}: not a valid CSV file ({e})") from None
     try:
@@ -151,7 +163,8 @@ def _read_table(path: Path, fmt: str, encoding: str):
         raise InputError(f"{path}: not a readable Parquet file ({e})") from None
 
 
-def _read_jsonl(path: Path, encoding: str) -> list[dict]:
+def read_jsonl_records(path: Path, encoding: str = "utf-8") -> list[dict]:
+    """JSON objects of a JSONL file, each with ``__row__`` ("line N") for error messages."""
     rows = []
     text = _decode(path, path.read_bytes(), encoding)
     for n, line in enumerate(text.splitlines(), start=1):
@@ -234,7 +247,7 @@ def read_corpus(
     wanted = {"text": text_column, "label": label_column}
     wanted.update({f"extra ({c})": c for c in extra_columns})
     if fmt == "jsonl":
-        rows = _read_jsonl(path, encoding)
+        rows = read_jsonl_records(path, encoding)
         if not rows:
             raise InputError(f"{path}: the file holds no JSON lines")
         keys = set().union(*(r.keys() for r in rows)) - {"__row__"}

@@ -3,7 +3,14 @@
 Each command group lives in its own module and registers itself on ``app``.
 """
 
-from dptext.cli import dpft, generate, keyphrases  # noqa: F401  (register the commands)
+from dptext.cli import (  # noqa: F401  (register the commands)
+    audit,
+    budget,
+    dpft,
+    evaluate,
+    generate,
+    keyphrases,
+)
 from dptext.cli.app import app
 
 

@@ -28,7 +28,8 @@ DEFAULT_LLM = "local:qwen2.5-1.5b"  # = "local:" + dptext.llm.models.DEFAULT_LOC
 
 #: options that fix the DP release; --resume refuses to continue when one of them changed
 RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "vocab", "embedder",
-                "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise", "kde_noise",
+                "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share", "vocab_noise_terms",
+                "delta", "vocab_noise", "kde_noise",
                 "terms_per_doc", "vocab_size", "method", "ensemble", "length", "features",
                 "bandwidth", "sampling", "epsilon_labels", "sequences_per_class",
                 "total_sequences", "seed")
@@ -108,22 +109,25 @@ def generate(
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = "english",
-    embedder: o.Embedder = "minilm",
-    epsilon_vocab: o.EpsVocab = 1.0,
-    epsilon_kde: o.EpsKde = 5.0,
-    delta: o.Delta = 1e-5,
-    vocab_noise: o.VocabNoise = "laplace",
-    kde_noise: o.KdeNoise = "gaussian",
-    terms_per_doc: o.TermsPerDoc = 10,
-    vocab_size: o.VocabSize = 1000,
-    method: o.Method = "iterative",
-    ensemble: o.Ensemble = "log",
-    length: o.Length = 10,
-    features: o.Features = 4000,
-    bandwidth: o.Bandwidth = 1.0,
-    sampling: o.Sampling = "contrastive",
-    epsilon_labels: o.EpsLabels = 0.0,
+    vocab: o.Vocab = o.D["vocab"],
+    embedder: o.Embedder = o.D["embedder"],
+    epsilon_vocab: o.EpsVocab = None,
+    epsilon_kde: o.EpsKde = None,
+    epsilon: o.Epsilon = None,
+    vocab_share: o.VocabShare = o.D["vocab_share"],
+    delta: o.Delta = o.D["delta"],
+    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
+    kde_noise: o.KdeNoise = o.D["kde_noise"],
+    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
+    vocab_size: o.VocabSize = o.D["vocab_size"],
+    method: o.Method = o.D["method"],
+    ensemble: o.Ensemble = o.D["ensemble"],
+    length: o.Length = o.D["length"],
+    features: o.Features = o.D["features"],
+    bandwidth: o.Bandwidth = o.D["bandwidth"],
+    sampling: o.Sampling = o.D["sampling"],
+    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
+    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Documents per class (default 100 when --total-sequences is not given).")] = None,
     total_sequences: Annotated[int | None, typer.Option(
@@ -131,9 +135,8 @@ def generate(
     )] = None,
     allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
-    epsilon: Annotated[str | None, typer.Option(
-        help="--method dpft: total ε of the run ('inf' = NOT PRIVATE); the other dpft "
-        "options are on 'dptext dpft'.")] = None,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
     (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft')."""
@@ -142,7 +145,7 @@ def generate(
 
         if epsilon is None:
             raise typer.BadParameter("--method dpft needs --epsilon (the run's total ε)")
-        return dpft(input=input, out=out, epsilon=epsilon, delta=delta,
+        return dpft(input=input, out=out, epsilon=str(epsilon), delta=delta,
                     documents=total_sequences, text_column=text_column,
                     label_column=label_column, format=format, encoding=encoding,
                     skip_invalid=skip_invalid, seed=seed, progress=progress)
@@ -205,6 +208,12 @@ def generate(
             ledger = PrivacyLedger.load(ledger_path)
             params, notes, run_seed = saved["parameters"], saved["notes"], saved["llm_seed"]
             console.print(f"resuming {run_dir}: {len(seqs)} saved sequences, no new DP noise")
+            if shots:  # few-shot examples may be new on resume: check them too
+                from dptext.corpus import read_corpus
+
+                _check_few_shot_not_private(shots, read_corpus(
+                    input, text_column=text_column, label_column=label_column, fmt=format,
+                    encoding=encoding, skip_invalid=skip_invalid))
         else:
             if run_dir.exists() and any(run_dir.iterdir()):
                 if not resume:
@@ -221,19 +230,30 @@ def generate(
             console.print(f"read {corpus.source}: {len(corpus)} documents")
             if shots:
                 _check_few_shot_not_private(shots, corpus)
-            seeder, rng = fit_seeder(
-                corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
-                epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise,
+            from dptext.generators.kps import KeyphraseSeeder
+
+            seeder_params = dict(
+                vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
+                **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde), vocab_noise=vocab_noise,
                 kde_noise=kde_noise, terms_per_doc=terms_per_doc, vocab_size=vocab_size,
+                vocab_noise_terms=vocab_noise_terms,
                 method=method, ensemble=ensemble, length=length, features=features,
                 bandwidth=bandwidth, sampling=sampling, labels=declared,
                 epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
+            budget = o.corpus_budget(corpus, budget_total,
+                                     KeyphraseSeeder(**seeder_params).planned_releases(),
+                                     allow_budget_overrun)
+            seeder, rng = fit_seeder(corpus, seed=seed, **seeder_params)
             seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
             notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
             del corpus  # nothing below touches private data
             ledger = seeder.ledger_
             params = seeder_parameters(seeder)
             run_seed = seed if seed is not None else _secrets.randbits(31)
+            # the corpus's persistent ledger is charged once, here, before the release is
+            # saved; --resume reuses the saved release and charges nothing
+            o.commit_budget(budget, ledger, command="generate", parameters=params,
+                            allow_overrun=allow_budget_overrun)
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)
             # the releases only (PrivacyLedger.load reads them back); composing is done once,
@@ -242,9 +262,12 @@ def generate(
                                                             ledger.releases]}, indent=2))
             seqs_path.write_text("".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n"
                                          for s in seqs), encoding="utf-8")
-            run_json.write_text(json.dumps({"config": config, "parameters": params,
-                                            "notes": notes, "llm_seed": run_seed},
-                                           indent=2, default=str))
+            # run.json last and atomically: its presence means the release is complete
+            tmp = run_json.with_name(run_json.name + ".tmp")
+            tmp.write_text(json.dumps({"config": config, "parameters": params,
+                                       "notes": notes, "llm_seed": run_seed},
+                                      indent=2, default=str))
+            tmp.replace(run_json)
             console.print(f"saved {len(seqs)} DP keyphrase sequences to {seqs_path}")
 
         builder = PromptBuilder(document_type, template, shots,

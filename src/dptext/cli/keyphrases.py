@@ -34,10 +34,11 @@ def fit_seeder(corpus, *, seed: int | None, **params):
 
 def seeder_parameters(seeder) -> dict:
     """The public parameters of a fitted seeder, for the report."""
-    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "delta", "vocab_noise",
+    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
+             "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels")
+             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
     return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
                                                  type(None)) else str(getattr(seeder, n))
             for n in names}
@@ -53,22 +54,25 @@ def keyphrases(
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = "english",
-    embedder: o.Embedder = "minilm",
-    epsilon_vocab: o.EpsVocab = 1.0,
-    epsilon_kde: o.EpsKde = 5.0,
-    delta: o.Delta = 1e-5,
-    vocab_noise: o.VocabNoise = "laplace",
-    kde_noise: o.KdeNoise = "gaussian",
-    terms_per_doc: o.TermsPerDoc = 10,
-    vocab_size: o.VocabSize = 1000,
-    method: o.Method = "iterative",
-    ensemble: o.Ensemble = "log",
-    length: o.Length = 10,
-    features: o.Features = 4000,
-    bandwidth: o.Bandwidth = 1.0,
-    sampling: o.Sampling = "contrastive",
-    epsilon_labels: o.EpsLabels = 0.0,
+    vocab: o.Vocab = o.D["vocab"],
+    embedder: o.Embedder = o.D["embedder"],
+    epsilon_vocab: o.EpsVocab = None,
+    epsilon_kde: o.EpsKde = None,
+    epsilon: o.Epsilon = None,
+    vocab_share: o.VocabShare = o.D["vocab_share"],
+    delta: o.Delta = o.D["delta"],
+    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
+    kde_noise: o.KdeNoise = o.D["kde_noise"],
+    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
+    vocab_size: o.VocabSize = o.D["vocab_size"],
+    method: o.Method = o.D["method"],
+    ensemble: o.Ensemble = o.D["ensemble"],
+    length: o.Length = o.D["length"],
+    features: o.Features = o.D["features"],
+    bandwidth: o.Bandwidth = o.D["bandwidth"],
+    sampling: o.Sampling = o.D["sampling"],
+    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
+    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
     ] = None,
@@ -77,6 +81,8 @@ def keyphrases(
     )] = None,
     allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
     from dptext.corpus import read_corpus, write_jsonl
@@ -93,13 +99,24 @@ def keyphrases(
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         console.print(f"read {corpus.source}: {len(corpus)} documents")
-        seeder, rng = fit_seeder(
-            corpus, seed=seed, vocab=vocab, embedder=embedder, epsilon_vocab=epsilon_vocab,
-            epsilon_kde=epsilon_kde, delta=delta, vocab_noise=vocab_noise, kde_noise=kde_noise,
-            terms_per_doc=terms_per_doc, vocab_size=vocab_size, method=method,
+        params = dict(
+            vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
+            **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
+            vocab_noise=vocab_noise, kde_noise=kde_noise,
+            terms_per_doc=terms_per_doc, vocab_size=vocab_size,
+            vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             allow_noisy_classes=allow_noisy_classes)
+        from dptext.generators.kps import KeyphraseSeeder
+
+        budget = o.corpus_budget(corpus, budget_total,
+                                 KeyphraseSeeder(**params).planned_releases(),
+                                 allow_budget_overrun)
+        seeder, rng = fit_seeder(corpus, seed=seed, **params)
+        o.commit_budget(budget, seeder.ledger_, command="keyphrases",
+                        parameters=seeder_parameters(seeder),
+                        allow_overrun=allow_budget_overrun)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000
         started = time.perf_counter()

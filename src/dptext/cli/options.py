@@ -12,10 +12,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from dptext.cli.app import console
 
 SEEDER = "DP-KPS"
+
+
+def _seeder_defaults() -> dict:
+    from dataclasses import MISSING, fields
+
+    from dptext.generators.kps import KeyphraseSeeder
+
+    return {f.name: f.default for f in fields(KeyphraseSeeder)
+            if f.init and f.default is not MISSING}
+
+
+#: KeyphraseSeeder's defaults: the one source of the commands' DP-KPS option defaults
+D = _seeder_defaults()
 INPUT = "Input"
 
 InputPath = Annotated[str, typer.Option(
@@ -42,17 +56,31 @@ Vocab = Annotated[str, typer.Option(
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]
-EpsVocab = Annotated[float, typer.Option(help="ε for the DP vocabulary.", rich_help_panel=SEEDER)]
-EpsKde = Annotated[float, typer.Option(help="ε for the DP KDE sketches.", rich_help_panel=SEEDER)]
+EpsVocab = Annotated[float | None, typer.Option(
+    help="ε for the DP vocabulary (default 1 unless --epsilon is given).",
+    rich_help_panel=SEEDER)]
+EpsKde = Annotated[float | None, typer.Option(
+    help="ε for the DP KDE sketches (default 5 unless --epsilon is given).",
+    rich_help_panel=SEEDER)]
+Epsilon = Annotated[float | None, typer.Option(
+    help="Total ε of the run, split between vocabulary and sketches by --vocab-share "
+    "(Gaussian stages composed exactly); instead of --epsilon-vocab/--epsilon-kde.",
+    rich_help_panel=SEEDER)]
+VocabShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent on the vocabulary.", rich_help_panel=SEEDER)]
 Delta = Annotated[float, typer.Option(
     help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
 VocabNoise = Annotated[str, typer.Option(
-    help="laplace (pure ε, the paper's) or gaussian ((ε, δ)).", rich_help_panel=SEEDER)]
+    help="gaussian ((ε, δ), the benchmarked default) or laplace (pure ε, the paper's).",
+    rich_help_panel=SEEDER)]
+VocabNoiseTerms = Annotated[float, typer.Option(
+    help="Keep only vocabulary terms above the noisy count this many zero-count terms are "
+    "expected to reach (inf: plain top-N, the paper's).", rich_help_panel=SEEDER)]
 KdeNoise = Annotated[str, typer.Option(
     help="gaussian (L2 sensitivity: far less noise, the benchmarked default) or laplace "
     "(pure ε, the paper's).", rich_help_panel=SEEDER)]
 TermsPerDoc = Annotated[int, typer.Option(
-    help="S: vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
+    help="S: distinct vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
 Method = Annotated[str, typer.Option(help="iterative or independent sequence generation; "
@@ -75,6 +103,52 @@ AllowNoisy = Annotated[bool, typer.Option(
     help="Go on even when a class is far too small to carry signal.", rich_help_panel=SEEDER)]
 Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
 
+BUDGET = "Privacy budget (across runs)"
+BudgetTotal = Annotated[float | None, typer.Option(
+    help="Total ε allowed on this corpus over all runs (kept in the corpus's ledger in "
+    "$DPTEXT_HOME; default: the recorded total, or budget_total in config.toml).",
+    rich_help_panel=BUDGET)]
+AllowOverrun = Annotated[bool, typer.Option(
+    help="Run even if it takes the corpus past its total budget (recorded as an overrun).",
+    rich_help_panel=BUDGET)]
+
+
+def corpus_budget(corpus, total: float | None, planned, allow_overrun: bool):
+    """Open the persistent ledger of ``corpus`` and refuse a run that cannot fit."""
+    from dptext.privacy.budget import CorpusBudget, corpus_fingerprint
+
+    budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=total)
+    budget.check(planned, allow_overrun=allow_overrun)
+    if budget.runs:
+        console.print(f"this corpus has {len(budget.runs)} earlier run(s), which spent "
+                      f"{budget.spent()}" + (f" of a total ε = {budget.total:g}"
+                                             if budget.total is not None else ""))
+    return budget
+
+
+def commit_budget(budget, ledger, *, command: str, parameters: dict,
+                  allow_overrun: bool) -> None:
+    """Record a finished fit in the corpus's ledger (before any output is written)."""
+    after = budget.commit(ledger, command=command, parameters=parameters,
+                          allow_overrun=allow_overrun)
+    total = f" of ε = {budget.total:g}" if budget.total is not None else ""
+    console.print(f"privacy spent on this corpus, all runs: {after}{total} "
+                  f"(ledger {budget.fingerprint[:12]}…)")
+    if budget.total is not None and after.epsilon > budget.total * (1 + 1e-9):
+        console.print("[yellow]warning:[/yellow] this run went past the corpus's total budget "
+                      "(--allow-budget-overrun)")
+
+
+def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
+                   epsilon_kde: float | None) -> dict:
+    """Seeder budget arguments from the CLI's three ε options."""
+    if epsilon is not None:
+        if epsilon_vocab is not None or epsilon_kde is not None:
+            raise typer.BadParameter("give either --epsilon or --epsilon-vocab/--epsilon-kde")
+        return {"epsilon": epsilon}
+    return {"epsilon_vocab": 1.0 if epsilon_vocab is None else epsilon_vocab,
+            "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
+
 
 def parse_labels(labels: str | None) -> tuple[str, ...] | None:
     if labels is None:
@@ -96,12 +170,13 @@ def user_errors():
         try:
             yield
         except (InputError, ValueError, BudgetExceededError) as e:
-            console.print(f"[bold red]error:[/bold red] {e}")
+            console.print(f"[bold red]error:[/bold red] {escape(str(e))}", soft_wrap=True)
             raise typer.Exit(2) from None
         finally:
             for w in caught:
                 if issubclass(w.category, UserWarning):
-                    console.print(f"[yellow]warning:[/yellow] {w.message}")
+                    console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}",
+                                  soft_wrap=True)
 
 
 def ensure_parent(path: Path) -> Path:

@@ -1,6 +1,6 @@
 """Embedding backends for phrases, and an on-disk cache.
 
->>> emb = load_embedder("minilm")          # cached in default_cache_dir()
+>>> emb = load_embedder("minilm", cache_dir=default_cache_dir())  # public phrases only
 >>> x = emb.encode(["heart attack", "football"])   # (2, 384) float32, unit rows
 
 Every model loads offline (no hub): see ``models.py`` for where each comes from.
@@ -49,12 +49,14 @@ _FACTORIES: dict[str, Callable[[], Embedder]] = {
 
 
 def load_embedder(spec: str = "minilm", *, cache_dir: str | Path | None = None) -> Embedder:
-    """The embedder named by ``spec``, wrapped in an on-disk cache.
+    """The embedder named by ``spec``, optionally wrapped in an on-disk cache.
 
     ``spec``: ``"minilm"`` (default), ``"mpnet"``, ``"model2vec"``, or the path of a
-    local sentence-transformers model folder. ``cache_dir``: ``None`` for
-    ``default_cache_dir()``, ``""`` for no cache, else a folder. Nothing is loaded
-    here; the model loads on the first ``encode``. Bad specs raise ``InputError``.
+    local sentence-transformers model folder. ``cache_dir``: ``None`` or ``""`` for no
+    cache, else a folder (``default_cache_dir()`` is the usual one). The cache stores
+    each phrase as its key, so it is opt-in: only callers that embed PUBLIC phrases
+    (vocabulary terms) may ask for it, never for private documents. Nothing is
+    loaded here; the model loads on the first ``encode``. Bad specs raise ``InputError``.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InputError(f"embedder must be one of {_choices()}; got {spec!r}")
@@ -66,8 +68,6 @@ def load_embedder(spec: str = "minilm", *, cache_dir: str | Path | None = None) 
         inner = SentenceTransformerEmbedder(spec)  # InputError with advice if no model there
     else:
         raise InputError(f"unknown embedder {spec!r}: choose {_choices()}")
-    if cache_dir is None:
-        cache_dir = default_cache_dir()
     if not cache_dir:
         return inner
     return CachedEmbedder(inner, cache_dir)

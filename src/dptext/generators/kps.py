@@ -44,6 +44,7 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
+from dptext.privacy.split import split_budget
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -94,29 +95,32 @@ class ClassSignal:
 class KeyphraseSeeder:
     """DP-KPS estimator: ``fit`` on a private corpus, then ``sample`` sequences.
 
-    Defaults were chosen by ``benchmarks/bench_keyphrase_utility.py`` (see
-    docs/benchmarks.md); the paper's own setting is ``kde_noise="laplace",
-    sampling="proportional"``.
+    Defaults were chosen by measurement on BBC News (docs/method.md, and
+    ``benchmarks/bench_keyphrase_utility.py`` in docs/benchmarks.md); the paper's own
+    setting is ``vocab_noise="laplace", kde_noise="laplace", terms_per_doc=10,
+    sampling="proportional", vocab_noise_terms=inf, features=1000``.
     """
 
-    vocab: Any = "english"
+    vocab: Any = "english:20000"
     embedder: Any = "minilm"
-    epsilon_vocab: float = 1.0
-    epsilon_kde: float = 5.0
+    epsilon_vocab: float | None = 1.0
+    epsilon_kde: float | None = 5.0
     delta: float = 1e-5
-    vocab_noise: str = "laplace"
+    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    vocab_share: float = 0.5
+    vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
-    terms_per_doc: int = 10
+    terms_per_doc: int = 80
     vocab_size: int = 1000
-    vocab_noise_terms: float = 1.0
-    method: str = "iterative"
+    vocab_noise_terms: float = 10.0
+    method: str = "independent"
     ensemble: str = "log"
     length: int = 10
     features: int = 4000
     bandwidth: float = 1.0
     sampling: str = "contrastive"
     contrastive_keep: float = 0.1
-    max_terms_per_doc: int = 32
+    max_terms_per_doc: int | None = None  # None: the sequence length L
     windows_per_doc: int = 8
     labels: tuple[str, ...] | None = None
     epsilon_labels: float = 0.0
@@ -135,20 +139,28 @@ class KeyphraseSeeder:
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
+        def number(value) -> bool:  # a real number, not a bool or a string
+            return isinstance(value, int | float) and not isinstance(value, bool) \
+                and not math.isnan(value)
+
         def positive(name: str, value: float) -> None:
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            if not (number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
-        positive("epsilon_vocab", self.epsilon_vocab)
-        positive("epsilon_kde", self.epsilon_kde)
+        if self.epsilon is None:
+            positive("epsilon_vocab", self.epsilon_vocab)
+            positive("epsilon_kde", self.epsilon_kde)
+        else:
+            positive("epsilon", self.epsilon)
+            if not 0 < self.vocab_share < 1:
+                raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
         positive("bandwidth", self.bandwidth)
-        if not (isinstance(self.epsilon_labels, int | float) and math.isfinite(self.epsilon_labels)
+        if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
-        for name in ("terms_per_doc", "vocab_size", "length", "features", "max_terms_per_doc",
-                     "windows_per_doc"):
+        for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
@@ -157,43 +169,78 @@ class KeyphraseSeeder:
                                      ("sampling", self.sampling, SAMPLING)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-        if not (math.isfinite(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
-            raise ValueError("vocab_noise_terms must be a finite number >= 0")
-        if not 0 < self.contrastive_keep <= 1:
+        if self.max_terms_per_doc is not None and not (
+                isinstance(self.max_terms_per_doc, int)
+                and not isinstance(self.max_terms_per_doc, bool) and self.max_terms_per_doc >= 1):
+            raise ValueError("max_terms_per_doc must be a positive integer or None")
+        if not (number(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+            raise ValueError("vocab_noise_terms must be a number >= 0 (inf: plain top-N)")
+        if not (number(self.contrastive_keep) and 0 < self.contrastive_keep <= 1):
             raise ValueError("contrastive_keep must be in (0, 1]")
-        if self._gaussian_stages() and not (0 < self.delta < 1):
+        if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 
     def _gaussian_stages(self) -> list[str]:
         return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
                 if k == "gaussian"]
 
-    def _noise(self, stage: str, epsilon: float) -> NoiseSpec:
-        """The one place where the run's δ is split: evenly over its Gaussian stages."""
-        kind = self.vocab_noise if stage == "vocab" else self.kde_noise
-        if kind == "laplace":
-            return NoiseSpec("laplace", epsilon)
-        return NoiseSpec("gaussian", epsilon, self.delta / len(self._gaussian_stages()))
+    def noise_specs(self) -> dict[str, NoiseSpec]:
+        """The noise of each stage: from the total ε (split by ``split_budget``), or from
+        the per-stage ε with the run's δ split evenly over its Gaussian stages."""
+        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
+        if self.epsilon is not None:
+            return split_budget(self.epsilon, self.delta,
+                                {"vocab": self.vocab_share, "kde": 1 - self.vocab_share}, kinds)
+        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde}
+        n_gauss = len(self._gaussian_stages())
+        return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
+                for s, k in kinds.items()}
+
+    def planned_releases(self) -> list[Release]:
+        """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
+        bound for Laplace, whose rounding slack only lowers ε). Used to check a run
+        against a corpus's remaining budget before touching the data."""
+        self._validate()
+
+        def planned(name: str, spec: NoiseSpec, group: str | None = None) -> Release:
+            mult = gaussian_noise_multiplier(spec.epsilon, spec.delta) \
+                if spec.kind == "gaussian" else 1.0
+            return Release(name=name, mechanism=spec.kind, neighbouring="planned",
+                           sensitivity_norm="L1" if spec.kind == "laplace" else "L2",
+                           sensitivity=1.0, sensitivity_reason="planned", noise_scale=mult,
+                           noise_multiplier=mult, dimension=1, epsilon=spec.epsilon,
+                           delta=spec.delta, partition="planned" if group else None,
+                           parallel_group=group)
+
+        specs = self.noise_specs()
+        out = [planned("vocabulary histogram", specs["vocab"])]
+        if self.epsilon_labels > 0:
+            out.append(planned("label histogram", NoiseSpec("laplace", self.epsilon_labels)))
+        out.append(planned("KDE sketch sums", specs["kde"], "KDE"))
+        return out
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
             progress=None) -> KeyphraseSeeder:
         """Make all DP releases for ``corpus``; see the module docstring."""
-        from dptext.embed import load_embedder
+        from dptext.embed import default_cache_dir, load_embedder
         from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
         self._validate()
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         labels = self._class_labels(corpus)
-        self.ledger_ = PrivacyLedger()
-
         step("public vocabulary")
         vocab = self.vocab if isinstance(self.vocab, PublicVocabulary) else load_vocabulary(
             self.vocab)
         if self.vocab_size > len(vocab):
             raise ValueError(f"vocab_size={self.vocab_size} exceeds the public vocabulary "
                              f"({len(vocab)} terms)")
+        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
+        index = corpus.class_indices()  # before any release: a refusal spends nothing
+        self.class_signal_ = self._check_class_sizes(
+            {c: len(index.get(c, ())) for c in labels}, len(blocks))
+        self.ledger_ = PrivacyLedger()
         step("DP vocabulary")
         self.released_vocabulary_ = self._release_vocabulary(corpus, vocab)
 
@@ -202,7 +249,9 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
 
         step("embedding the released vocabulary")
-        embedder = load_embedder(self.embedder, cache_dir=self.cache_dir) if isinstance(
+        # only public vocabulary terms are embedded here, so the on-disk cache is safe
+        cache = default_cache_dir() if self.cache_dir is None else self.cache_dir
+        embedder = load_embedder(self.embedder, cache_dir=cache) if isinstance(
             self.embedder, str) else self.embedder
         embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                           dtype=np.float32)
@@ -210,16 +259,14 @@ class KeyphraseSeeder:
         step("document keyphrases")
         released = PublicVocabulary("released", self.released_vocabulary_)
         sequences = released.extractor().extract_many(
-            corpus.texts, max_terms=self.max_terms_per_doc, distinct=True)
+            corpus.texts, max_terms=self.max_terms_per_doc or self.length, distinct=True)
         by_class = self._sequences_by_class(corpus, labels, sequences)
 
-        blocks = ensemble_blocks(self.method, self.length, self.ensemble)
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng) for b in blocks]
-        self.class_signal_ = self._check_class_sizes(by_class, len(blocks))
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          self._noise("kde", self.epsilon_kde), self.ledger_,
+                                          self.noise_specs()["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
@@ -251,14 +298,14 @@ class KeyphraseSeeder:
         s = self.terms_per_doc
         sens = Sensitivity(l1=s, l2=math.sqrt(s),
                            reason=f"one document adds +1 to at most S={s} distinct terms")
-        noisy = release(counts, sens, self._noise("vocab", self.epsilon_vocab),
+        noisy = release(counts, sens, self.noise_specs()["vocab"],
                         ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
         top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
         floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
         kept = top[noisy[top] > floor]
         if kept.size < self.length:  # too little signal: keep the top terms anyway
             warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
-                          f"epsilon_vocab={self.epsilon_vocab}; keeping the top {self.length}. "
+                          f"{self.noise_specs()['vocab']}; keeping the top {self.length}. "
                           "Raise --epsilon-vocab or use a smaller public vocabulary.",
                           stacklevel=3)
             kept = top[: self.length]
@@ -279,7 +326,7 @@ class KeyphraseSeeder:
         empty = np.empty(0, dtype=np.int64)
         return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
 
-    def _check_class_sizes(self, by_class: dict, n_sketches: int) -> list[ClassSignal]:
+    def _check_class_sizes(self, sizes: dict, n_sketches: int) -> list[ClassSignal]:
         """Warn (or refuse) when a class is too small for its sketch noise.
 
         Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
@@ -287,21 +334,20 @@ class KeyphraseSeeder:
         This uses exact class sizes: it is advice to the curator, never released.
         """
         total = n_sketches * self.features
-        spec = self._noise("kde", self.epsilon_kde)
+        spec = self.noise_specs()["kde"]
         if spec.kind == "laplace":
             sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
         else:
             sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
         out, weak = [], []
-        for label, seqs in by_class.items():
-            n = sum(1 for s in seqs if len(s))
+        for label, n in sizes.items():
             snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
             out.append(ClassSignal(label, n, snr))
             if snr < 1:
                 weak.append((label, n, snr))
         if weak:
             worst = min(w[2] for w in weak)
-            listing = ", ".join(f"{lab!r} ({n} documents with keyphrases, signal/noise ≈ "
+            listing = ", ".join(f"{lab!r} ({n} documents, signal/noise ≈ "
                                 f"{snr:.2g})" for lab, n, snr in weak)
             advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
                       "use --method independent, or merge small classes.")

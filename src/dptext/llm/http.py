@@ -7,6 +7,7 @@ short, redacted excerpt of the response body, never request headers.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import urllib.error
@@ -46,10 +47,13 @@ def post_json(url: str, body: Mapping, headers: Mapping[str, str] | None = None,
         if isinstance(e.reason, TimeoutError | socket.timeout):
             raise RetryableLLMError(f"time-out after {timeout:g}s calling {url}") from None
         raise RetryableLLMError(f"cannot reach {url}: {e.reason}") from None
-    except (ConnectionError, OSError) as e:
+    except (ConnectionError, OSError, http.client.HTTPException) as e:
+        # a connection reset, a server dying mid-answer, a body cut short (IncompleteRead)
         raise RetryableLLMError(f"connection to {url} failed: {e.__class__.__name__}") from None
     try:
         return json.loads(raw)
     except ValueError:
-        raise LLMError(f"{url} answered with something that is not JSON: "
-                       f"{redact(raw[:200].decode('utf-8', 'replace'), *secrets)!r}") from None
+        # a 200 whose body is not JSON: a proxy's error page, a body cut short; retry
+        raise RetryableLLMError(
+            f"{url} answered with something that is not JSON: "
+            f"{redact(raw[:200].decode('utf-8', 'replace'), *secrets)!r}") from None

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from dptext.llm.base import register_backend, split_model_url
-from dptext.llm.errors import LLMError
+from dptext.llm.errors import LLMError, RetryableLLMError
 from dptext.llm.http import post_json
 from dptext.llm.secrets import Secret, redact, secret_from_env
 from dptext.llm.types import Completion, Prompt
@@ -66,8 +66,8 @@ class OpenAICompatBackend:
                          headers, self.timeout, secrets=(self._key,))
         try:
             return parse_response(data)
-        except LLMError as e:
-            raise LLMError(redact(str(e), self._key)) from None
+        except LLMError as e:  # a malformed answer from a flaky server or proxy: retry
+            raise RetryableLLMError(redact(str(e), self._key)) from None
 
     def complete(self, prompts: Sequence[Prompt]) -> list[Completion]:
         if len(prompts) <= 1:

@@ -160,25 +160,31 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
                     running.add(pool.submit(work, *item))
 
             fill()
-            while running:
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for f in done:
-                    running.discard(f)
-                    try:
-                        k, c = f.result()
-                    except LLMError as e:
-                        failures.append(e)
-                        exhausted = sum(isinstance(x, RetriesExhaustedError) for x in failures)
-                        if not isinstance(e, RetriesExhaustedError) or \
-                                exhausted >= MAX_EXHAUSTED:
-                            stop[0] = True
-                        continue
-                    with lock:
-                        results[k] = c
-                        stats.computed += 1
-                        stats.completion_tokens += c.completion_tokens or 0
-                    bar.advance(1, stats)
-                fill()
+            try:
+                while running:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        running.discard(f)
+                        try:
+                            k, c = f.result()
+                        except LLMError as e:
+                            failures.append(e)
+                            exhausted = sum(isinstance(x, RetriesExhaustedError)
+                                            for x in failures)
+                            if not isinstance(e, RetriesExhaustedError) or \
+                                    exhausted >= MAX_EXHAUSTED:
+                                stop[0] = True
+                            continue
+                        with lock:
+                            results[k] = c
+                            stats.computed += 1
+                            stats.completion_tokens += c.completion_tokens or 0
+                        bar.advance(1, stats)
+                    fill()
+            except BaseException:  # Ctrl-C or a bug: drop queued prompts; running ones land
+                for f in running:
+                    f.cancel()
+                raise
     finally:
         bar.close()
         stats.seconds += time.monotonic() - t0

@@ -32,6 +32,8 @@ dp.enable_features("contrib")
 
 NEIGHBOURING = "add/remove one document"
 GRID_EXPONENT = -30  # OpenDP samples noise on multiples of 2**-30
+# Observers of released values, for audits only (``auditing.observe_releases``).
+_TAPS: list = []
 
 NoiseKind = Literal["laplace", "gaussian"]
 NOISE_KINDS: tuple[NoiseKind, ...] = ("laplace", "gaussian")
@@ -81,9 +83,13 @@ def _laplace(size: int, l1: float, epsilon: float):
     """OpenDP Laplace measurement whose own privacy map gives ε ≤ ``epsilon`` at ``l1``."""
     scale = l1 / epsilon
     for _ in range(4):  # the rounding slack is additive in the sensitivity: converges at once
-        meas = dp.m.make_laplace(_domain(size), dp.l1_distance(T=float), scale=scale,
-                                 k=GRID_EXPONENT)
-        spent = meas.map(l1)
+        try:
+            meas = dp.m.make_laplace(_domain(size), dp.l1_distance(T=float), scale=scale,
+                                     k=GRID_EXPONENT)
+            spent = meas.map(l1)
+        except dp.OpenDPException as e:  # e.g. a scale that over- or underflows
+            raise ValueError(f"cannot calibrate Laplace noise for epsilon={epsilon!r} at "
+                             f"sensitivity {l1!r} ({str(e).strip()})") from None
         if spent <= epsilon:
             return meas, scale, spent
         scale *= spent / epsilon * (1 + 1e-12)
@@ -103,7 +109,14 @@ def _gaussian(size: int, l2: float, epsilon: float, delta: float):
     sensitivity back from that map (ρ = Δ_eff² / 2σ²) and calibrate σ/Δ_eff with the
     exact Gaussian privacy profile, which is tighter than converting ρ to (ε, δ).
     """
-    multiplier = gaussian_noise_multiplier(epsilon, delta)
+    try:
+        multiplier = gaussian_noise_multiplier(epsilon, delta)
+    except (ValueError, ArithmeticError) as e:  # the root finder gives up at extreme ε
+        raise ValueError(f"cannot calibrate Gaussian noise for epsilon={epsilon!r}, "
+                         f"delta={delta!r} ({e}); use a smaller epsilon") from None
+    if not (math.isfinite(multiplier) and multiplier > 0):
+        raise ValueError(f"cannot calibrate Gaussian noise for epsilon={epsilon!r}, "
+                         f"delta={delta!r}; use a smaller epsilon")
     probe = dp.m.make_gaussian(_domain(size), dp.l2_distance(T=float), scale=1.0,
                                k=GRID_EXPONENT)
     l2_effective = math.sqrt(2.0 * probe.map(l2))
@@ -154,4 +167,6 @@ def release(
         )
     noisy = np.asarray(meas(flat.tolist()), dtype=np.float64)
     ledger.record(record)
+    for tap in _TAPS:
+        tap(name, partition, noisy)
     return noisy.reshape(np.shape(values))

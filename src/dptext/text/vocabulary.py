@@ -385,19 +385,23 @@ def _read_file(path: Path, encoding: str) -> PublicVocabulary:
     # (line number, raw term) pairs
     entries: list[tuple[int, str]] = []
     if path.suffix.lower() == ".csv":
-        reader = csv.reader(io.StringIO("\n".join(lines)))
-        header = next(reader, None)
-        names = [h.strip() for h in header] if header else []
-        wanted = [i for i, h in enumerate(names) if h.lower() == "term"]
-        if not wanted:
-            raise InputError(
-                f"{path}: no column 'term'; the columns are "
-                f"{', '.join(map(repr, names)) or '(none)'}. Name the column of terms 'term'."
-            )
-        column = wanted[0]
-        for row in reader:
-            if column < len(row):
-                entries.append((reader.line_num, row[column]))
+        reader = csv.reader(io.StringIO("\n".join(lines), newline=""))
+        try:
+            header = next(reader, None)
+            names = [h.strip() for h in header] if header else []
+            wanted = [i for i, h in enumerate(names) if h.lower() == "term"]
+            if not wanted:
+                raise InputError(
+                    f"{path}: no column 'term'; the columns are "
+                    f"{', '.join(map(repr, names)) or '(none)'}. Name the column of terms 'term'."
+                )
+            column = wanted[0]
+            for row in reader:
+                if column < len(row):
+                    entries.append((reader.line_num, row[column]))
+        except csv.Error as e:
+            raise InputError(f"{path}: line {reader.line_num} is not valid CSV ({e}); quote "
+                             "fields that hold line breaks, or use a plain .txt file.") from None
     else:
         for number, line in enumerate(lines, start=1):
             stripped = line.strip()

@@ -1,0 +1,42 @@
+"""``dptext budget``: what has been spent on a corpus, over all runs."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from dptext.cli import options as o
+from dptext.cli.app import app
+
+
+@app.command()
+def budget(
+    input: o.InputPath,
+    text_column: o.TextColumn = "text",
+    label_column: o.LabelColumn = None,
+    format: o.Format = None,
+    encoding: o.Encoding = "utf-8",
+    skip_invalid: o.SkipInvalid = False,
+) -> None:
+    """Show the privacy spent on a corpus by every run recorded in its ledger."""
+    from dptext.corpus import read_corpus
+    from dptext.privacy.budget import CorpusBudget, corpus_fingerprint
+
+    with o.user_errors():
+        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
+                             fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+        b = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
+    table = Table(title=f"Privacy ledger of {input} ({b.fingerprint[:12]}…)",
+                  title_justify="left")
+    for col in ("run", "command", "created", "guarantee", "overrun"):
+        table.add_column(col)
+    for r in b.runs:
+        g = r["guarantee"]
+        table.add_row(r["run_id"][:8], r["command"], r["created"],
+                      f"ε = {g['epsilon']:.4g}, δ = {g['delta']:.3g}",
+                      "yes" if r["overrun"] else "")
+    out = Console()
+    out.print(table)
+    total = f" of a total ε = {b.total:g} ({b.total_source})" if b.total is not None else \
+        " (no total budget set)"
+    out.print(f"spent: {b.spent()}{total}")

@@ -1,0 +1,89 @@
+"""Privacy audits: honest mechanisms stay below their claimed ε, half-noise variants are caught.
+
+The negative control (``--broken half-noise``) is the point of these tests: an audit
+that cannot refute a mechanism adding half the noise it claims proves nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dptext.cli import app
+from dptext.evaluate.privacy_audit import AUDITS, audit_dpkps, run_audits
+from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, mechanisms, release
+from dptext.privacy.auditing import broken_noise, hockey_stick_test, observe_releases
+
+
+def test_hockey_stick_accepts_identical_and_refutes_wrong_epsilon():
+    rng = np.random.default_rng(0)
+    same = hockey_stick_test(rng.laplace(0, 1, 20_000), rng.laplace(0, 1, 20_000),
+                             epsilon=0.1, delta=0.0)
+    assert not same.violation
+    # Laplace with b = 1 and shift 2 is exactly 2-DP: fine at ε = 2, refuted at ε = 1
+    a, b = rng.laplace(0, 1, 20_000), rng.laplace(2, 1, 20_000)
+    assert not hockey_stick_test(a, b, epsilon=2.0, delta=0.0).violation
+    assert hockey_stick_test(a, b, epsilon=1.0, delta=0.0).violation
+
+
+def test_broken_noise_is_restored_and_observer_sees_releases():
+    honest = mechanisms._laplace
+    with broken_noise("half-noise"):
+        assert mechanisms._laplace is not honest
+    assert mechanisms._laplace is honest
+    with pytest.raises(ValueError, match="broken"), broken_noise("quarter"):
+        pass
+    with observe_releases() as seen:
+        release(np.zeros(3), Sensitivity(1, 1, "t"), NoiseSpec("laplace", 1.0),
+                ledger=PrivacyLedger(), name="x")
+    assert len(seen) == 1 and seen[0][0] == "x" and seen[0][2].shape == (3,)
+    assert not mechanisms._TAPS
+
+
+@pytest.mark.statistical
+def test_dpkps_end_to_end_within_claim_and_half_noise_caught():
+    honest = audit_dpkps(runs=1200)
+    assert honest.claimed_epsilon == pytest.approx(2.0)
+    assert not honest.violation
+    assert 0.3 < honest.epsilon_lower_bound <= honest.claimed_epsilon  # the audit has power
+    broken = audit_dpkps(runs=1200, broken="half-noise")
+    assert broken.claimed_epsilon == pytest.approx(2.0)  # the ledger is fooled ...
+    assert broken.violation  # ... the audit is not
+
+
+@pytest.mark.statistical
+def test_cli_audit_and_negative_control(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "audit.json"
+    res = runner.invoke(app, ["audit", "--only", "laplace,labels,kde", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["violation"] for r in rows] == [False] * 3
+    assert all(0 < r["epsilon_lower_bound"] <= r["claimed_epsilon"] for r in rows)
+    res = runner.invoke(app, ["audit", "--only", "laplace,labels,kde", "--broken", "half-noise",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output  # every broken variant caught
+    rows = json.loads(out.read_text())["rows"]
+    assert all(r["violation"] for r in rows)
+    assert "every half-noise variant was caught" in res.output
+
+
+def test_cli_audit_bad_arguments():
+    runner = CliRunner()
+    for args in (["--only", "nope"], ["--broken", "quarter"], ["--runs", "0"],
+                 ["--runs", "nan"], ["--confidence", "1.5"]):
+        res = runner.invoke(app, ["audit", *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert "error" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_full_audit_table_and_negative_control():
+    honest = run_audits(AUDITS)
+    assert not [r.name for r in honest if r.violation]
+    broken = run_audits(AUDITS, broken="half-noise")
+    assert not [r.name for r in broken if not r.violation]

@@ -1,0 +1,197 @@
+"""Persistent per-corpus privacy ledger: runs add up, a run past the total is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dptext.cli import app
+from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, state_dir
+
+SECRET_TEXT = "patient Zebulon Quartermaine has a rare condition"
+
+
+def _ledger(eps: float, group: str | None = None) -> PrivacyLedger:
+    ledger = PrivacyLedger()
+    for part in ("a", "b") if group else (None,):
+        release(np.zeros(3), Sensitivity(1, 1, "t"), NoiseSpec("laplace", eps), ledger=ledger,
+                name="x", partition=part, parallel_group=group)
+    return ledger
+
+
+def test_state_dir_from_env(_dptext_home, monkeypatch):
+    assert state_dir() == _dptext_home
+    monkeypatch.delenv("DPTEXT_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", "/x")
+    assert state_dir() == Path("/x/dptext")
+
+
+def test_fingerprint_is_order_independent_and_label_sensitive():
+    texts, labels = ["a b", "c d", "e"], ["x", "y", "x"]
+    f = corpus_fingerprint(texts, labels)
+    assert f == corpus_fingerprint(texts[::-1], labels[::-1])
+    assert f != corpus_fingerprint(texts, ["x", "y", "y"])
+    assert f != corpus_fingerprint(texts, None)
+    assert f != corpus_fingerprint([*texts, "f"], [*labels, "x"])
+    assert f != corpus_fingerprint(["a", "b c", "c d", "e"][1:], labels)  # no concatenation
+    assert len(f) == 64
+
+
+def test_runs_add_up_and_refusal_then_override(_dptext_home):
+    fp = corpus_fingerprint([SECRET_TEXT], None)
+    b = CorpusBudget.open(fp, total=3.0)
+    b.check(1.0)
+    assert b.commit(_ledger(1.0), command="t").epsilon == pytest.approx(1.0)
+    # parallel groups are parallel only within a run: two runs on the same classes add up
+    b = CorpusBudget.open(fp)
+    assert b.total == 3.0  # recorded for the corpus
+    assert b.commit(_ledger(1.0, group="kde"), command="t").epsilon == pytest.approx(2.0)
+    b = CorpusBudget.open(fp)
+    with pytest.raises(BudgetExceededError, match=r"spent ε = 2.*total of ε = 3"):
+        b.check(1.5)
+    with pytest.raises(BudgetExceededError, match="allow-budget-overrun"):
+        b.commit(_ledger(1.5), command="t")
+    assert len(CorpusBudget.open(fp).runs) == 2  # the refused run left no trace
+    b.check(1.5, allow_overrun=True)
+    after = b.commit(_ledger(1.5), command="t", allow_overrun=True)
+    assert after.epsilon == pytest.approx(3.5)
+    again = CorpusBudget.open(fp)
+    assert [r["overrun"] for r in again.runs] == [False, False, True]
+    assert again.spent().epsilon == pytest.approx(3.5)
+    raw = (_dptext_home / "ledgers" / f"{fp}.json").read_text()
+    assert "Zebulon" not in raw and fp in raw
+
+
+def test_same_run_committed_once(_dptext_home):
+    b = CorpusBudget.open("f" * 64)
+    b.commit(_ledger(1.0), command="t", run_id="r1")
+    b.commit(_ledger(1.0), command="t", run_id="r1")
+    assert CorpusBudget.open("f" * 64).spent().epsilon == pytest.approx(1.0)
+
+
+def test_config_file_total_and_bad_values(_dptext_home):
+    (_dptext_home / "config.toml").write_text("budget_total = 2.5\n")
+    b = CorpusBudget.open("a" * 64)
+    assert b.total == 2.5 and b.total_source == "config.toml"
+    with pytest.raises(BudgetExceededError):
+        b.check(3.0)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="positive finite"):
+            CorpusBudget.open("a" * 64, total=bad)
+    (_dptext_home / "config.toml").write_text("budget_total = 'lots'\n")
+    with pytest.raises(ValueError, match="budget_total"):
+        CorpusBudget.open("a" * 64)
+    (_dptext_home / "config.toml").write_text("budget_total = [\n")
+    with pytest.raises(ValueError, match="TOML"):
+        CorpusBudget.open("a" * 64)
+
+
+def test_corrupt_ledger_is_refused_not_reset(_dptext_home):
+    path = _dptext_home / "ledgers" / f"{'b' * 64}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="unreadable"):
+        CorpusBudget.open("b" * 64)
+
+
+def test_concurrent_commits_are_all_recorded(_dptext_home, tmp_path):
+    code = ("import numpy as np\n"
+            "from dptext.privacy import *\n"
+            "from dptext.privacy.budget import CorpusBudget\n"
+            "l = PrivacyLedger()\n"
+            "release(np.zeros(2), Sensitivity(1,1,'t'), NoiseSpec('laplace', 0.5), ledger=l,"
+            " name='x')\n"
+            "CorpusBudget.open('c'*64).commit(l, command='t')\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 3
+    assert CorpusBudget.open("c" * 64).spent().epsilon == pytest.approx(1.5)
+
+
+def test_planned_releases_compose_like_the_fit_will():
+    from dptext.generators.kps import KeyphraseSeeder
+    from dptext.privacy import compose
+
+    g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
+                                vocab_noise="laplace").planned_releases())
+    assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
+    # two Gaussian stages compose through their PLDs: less than the sum
+    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0).planned_releases())
+    assert 4.9 < both.epsilon < 5.1
+    b = CorpusBudget.open("d" * 64, total=11.0)
+    b.commit(_ledger(1.0), command="t")
+    planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5,
+                              vocab_noise="laplace")
+    b.check(planned.planned_releases())  # 1 + 6.5 <= 11
+    b.commit(_ledger(4.0), command="t")
+    with pytest.raises(BudgetExceededError, match="on its own"):
+        b.check(planned.planned_releases())
+
+
+@pytest.fixture(scope="module")
+def small_csv(tmp_path_factory):
+    from dptext.corpus import read_corpus
+
+    train = read_corpus("demo:bbc-news/train")
+    idx = np.random.default_rng(0).choice(len(train), 120, replace=False)
+    path = tmp_path_factory.mktemp("corpus") / "c.csv"
+    import pandas as pd
+
+    pd.DataFrame({"text": [train.texts[i] for i in idx],
+                  "label": [train.labels[i] for i in idx]}).to_csv(path, index=False)
+    return path
+
+
+FAST = ["--vocab", "english:2000", "--features", "50", "--vocab-size", "200", "--length", "3",
+        "--method", "independent", "--sequences-per-class", "2", "--allow-noisy-classes",
+        "--epsilon-vocab", "1", "--epsilon-kde", "2", "--kde-noise", "laplace",
+        "--vocab-noise", "laplace",
+        "--label-column", "label", "--seed", "0"]
+
+
+@pytest.mark.slow
+def test_keyphrases_cli_spends_across_runs_and_refuses(small_csv, tmp_path, _dptext_home):
+    runner = CliRunner()
+    args = ["keyphrases", "-i", str(small_csv), *FAST, "--budget-total", "7"]
+    r1 = runner.invoke(app, [*args, "-o", str(tmp_path / "a.jsonl")])
+    assert r1.exit_code == 0, r1.output
+    r2 = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "b.jsonl")])
+    assert r2.exit_code == 0, r2.output
+    assert "1 earlier run(s)" in r2.output
+    r3 = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "c.jsonl")])
+    assert r3.exit_code == 2
+    assert "privacy budget exceeded" in r3.output and "Traceback" not in r3.output
+    assert not (tmp_path / "c.jsonl").exists()  # refused before anything was written
+    r4 = runner.invoke(app, [*args[:-2], "--allow-budget-overrun", "-o",
+                             str(tmp_path / "d.jsonl")])
+    assert r4.exit_code == 0, r4.output
+    (ledger,) = (_dptext_home / "ledgers").glob("*.json")
+    data = json.loads(ledger.read_text())
+    assert [r["overrun"] for r in data["runs"]] == [False, False, True]
+    assert data["spent"]["epsilon"] == pytest.approx(9.0)
+    shown = runner.invoke(app, ["budget", "-i", str(small_csv), "--label-column", "label"])
+    assert shown.exit_code == 0 and "ε = 9" in shown.output
+
+
+def test_generate_is_refused_before_the_fit_when_the_budget_is_spent(tmp_path):
+    from dptext.corpus import read_corpus
+
+    path = tmp_path / "c.csv"
+    path.write_text("text,label\nfootball match,sport\nbank profit,business\n")
+    corpus = read_corpus(path, label_column="label")
+    b = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=4.0)
+    b.commit(_ledger(1.0), command="keyphrases")
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(app, ["generate", "-i", str(path), "--label-column", "label",
+                                   "-o", str(out), "--llm", "recording:", "--no-progress"])
+    assert res.exit_code == 2 and "privacy budget exceeded" in " ".join(res.output.split())
+    assert not out.exists() and not (tmp_path / "o.jsonl.run").exists()
+    assert len(CorpusBudget.open(b.fingerprint).runs) == 1
