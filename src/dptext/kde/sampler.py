@@ -109,6 +109,7 @@ def sample_independent(scores: np.ndarray, n: int, length: int,
     stats.draws += n * length
     positive = int((p > 0).sum())
     with np.errstate(divide="ignore"):
+        # non-private randomness: sampling from already-released scores (post-processing)
         keys = np.log(p)[None, :] + rng.gumbel(size=(n, p.size))
     take = min(length, positive)
     order = np.argsort(-keys, axis=1)[:, :take]
