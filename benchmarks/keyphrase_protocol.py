@@ -11,13 +11,13 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score
 
-from dptext.text.vocabulary import PublicVocabulary
+from dptext.evaluate.keyphrases import to_sequences
 
 
 def document_keyphrases(texts, vocabulary: tuple[str, ...], length: int) -> list[str]:
-    ext = PublicVocabulary("released", vocabulary).extractor()
-    seqs = ext.extract_many(texts, max_terms=length, distinct=True)
-    return [" ".join(vocabulary[i] for i in s) for s in seqs]
+    """Real documents as their first ``length`` distinct released terms, space-joined
+    like the DP sequences the benchmark trains on."""
+    return to_sequences(texts, vocabulary, length, sep=" ")
 
 
 class KeyphraseClassifierProtocol:
@@ -29,7 +29,7 @@ class KeyphraseClassifierProtocol:
         self.test_x = self._embed(document_keyphrases(test_texts, vocabulary, length))
 
     def _embed(self, strings: list[str]) -> np.ndarray:
-        return np.asarray(self.embedder.encode([s if s else "(none)" for s in strings]))
+        return np.asarray(self.embedder.encode([s or "(none)" for s in strings]))
 
     def score(self, train_strings: list[str], train_labels) -> dict:
         clf = LogisticRegression(max_iter=2000, C=1.0)

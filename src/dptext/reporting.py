@@ -7,6 +7,7 @@ sizes or anything else computed from the private corpus never do.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ def build_report(ledger: PrivacyLedger, *, command: str, parameters: dict[str, A
         "command": command,
         "guarantee": {"epsilon": g.epsilon, "delta": g.delta, "method": g.method,
                       "summary": str(g)},
-        "releases": ledger.to_dict()["releases"],
+        "releases": [asdict(r) for r in ledger.releases],
         "parameters": parameters,
         "assumptions": [*ASSUMPTIONS, *notes],
     }

@@ -30,8 +30,9 @@ def sequence_length(keyphrases: Sequence[Sequence[str]]) -> int:
     return max(1, int(np.median([len(s) for s in keyphrases]))) if keyphrases else 1
 
 
-def to_sequences(texts: Sequence[str], terms: Sequence[str], k: int) -> list[str]:
-    """Each text as its first ``k`` distinct vocabulary phrases, joined by ', '.
+def to_sequences(texts: Sequence[str], terms: Sequence[str], k: int,
+                 sep: str = ", ") -> list[str]:
+    """Each text as its first ``k`` distinct vocabulary phrases, joined by ``sep``.
 
     A text with none of the phrases becomes ``"(none)"`` (an embedder needs some text).
     """
@@ -39,7 +40,7 @@ def to_sequences(texts: Sequence[str], terms: Sequence[str], k: int) -> list[str
     out = []
     for t in texts:
         idx = extractor.first_distinct(t, k)
-        out.append(", ".join(terms[i] for i in idx) or "(none)")
+        out.append(sep.join(terms[i] for i in idx) or "(none)")
     return out
 
 

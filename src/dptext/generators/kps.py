@@ -135,6 +135,7 @@ class KeyphraseSeeder:
     class_signal_: list[ClassSignal] = field(init=False, repr=False)
     sampling_stats_: SamplingStats = field(init=False, repr=False)
     embeddings_: np.ndarray = field(init=False, repr=False)  # of the released vocabulary
+    unigram_: dict = field(init=False, repr=False)  # per class, noisy score of every term
     candidates_: dict = field(init=False, repr=False)  # per class, indices into it
 
     # ---------------------------------------------------------------- checks
@@ -269,8 +270,8 @@ class KeyphraseSeeder:
                                           self.noise_specs()["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
-        self.candidates_ = candidate_sets(unigram_scores(self.sketches_, embeddings),
-                                          self.sampling, self.contrastive_keep,
+        self.unigram_ = unigram_scores(self.sketches_, embeddings)
+        self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
                                           min_keep=2 * self.length)
         return self
 
@@ -385,14 +386,12 @@ class KeyphraseSeeder:
         self.sampling_stats_ = SamplingStats()
         out: list[KeyphraseSequence] = []
         vocab = np.asarray(self.released_vocabulary_, dtype=object)
-        scores = unigram_scores(self.sketches_, self.embeddings_) if self.method == "independent" \
-            else None
         for label, n in self.class_sizes(n_per_class, total).items():
             if n <= 0:
                 continue
             cand = self.candidates_[label]
             if self.method == "independent":
-                pos = sample_independent(scores[label][cand], n, self.length, rng,
+                pos = sample_independent(self.unigram_[label][cand], n, self.length, rng,
                                          self.sampling_stats_)
             else:
                 pos = sample_iterative(self.sketches_, label, self.embeddings_, cand, n,
