@@ -19,7 +19,9 @@ from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 def bbc_small():
     train = read_corpus("demo:bbc-news/train")
     rng = np.random.default_rng(0)
-    return train.subset(rng.choice(len(train), 400, replace=False))
+    # 1,000 documents (~200 a class): at 400 the class-structure check sat at the edge
+    # of the sketch noise and failed about one run in three
+    return train.subset(rng.choice(len(train), 1000, replace=False))
 
 
 @pytest.fixture(scope="module")
