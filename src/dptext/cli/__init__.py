@@ -5,6 +5,7 @@ Each command group lives in its own module and registers itself on ``app``.
 
 from dptext.cli import (  # noqa: F401  (register the commands)
     audit,
+    augpe,
     budget,
     dpft,
     evaluate,

@@ -139,7 +139,8 @@ def generate(
     allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
-    (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft')."""
+    (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft';
+    --method augpe: the Aug-PE baseline, see 'dptext augpe' for all its options)."""
     if method == "dpft":
         from dptext.cli.dpft import dpft
 
@@ -149,6 +150,20 @@ def generate(
                     documents=total_sequences, text_column=text_column,
                     label_column=label_column, format=format, encoding=encoding,
                     skip_invalid=skip_invalid, seed=seed, progress=progress)
+    if method == "augpe":
+        from dptext.cli.augpe import augpe
+
+        if epsilon is None:
+            raise typer.BadParameter("--method augpe needs --epsilon (the run's total ε)")
+        return augpe(input=input, out=out, epsilon=epsilon, delta=delta,
+                     document_type=document_type, llm=llm, per_class=sequences_per_class,
+                     total=total_sequences, max_tokens=max_tokens, temperature=temperature,
+                     top_p=top_p, concurrency=concurrency, resume=resume, cache=cache,
+                     progress=progress, text_column=text_column, label_column=label_column,
+                     format=format, encoding=encoding, skip_invalid=skip_invalid,
+                     labels=labels, vocab=vocab, vocab_size=vocab_size,
+                     terms_per_doc=terms_per_doc, embedder=embedder, seed=seed,
+                     budget_total=budget_total, allow_budget_overrun=allow_budget_overrun)
     from dptext.generators.kps import KeyphraseSequence
     from dptext.llm import (
         DocumentOptions,

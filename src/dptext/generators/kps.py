@@ -67,6 +67,35 @@ def noise_floor(released: Release, size: int, false_terms: float) -> float:
     return released.noise_scale * float(stats.norm.isf(p))
 
 
+def release_vocabulary(texts, vocab, noise: NoiseSpec, ledger: PrivacyLedger, *,
+                       terms_per_doc: int, size: int, noise_terms: float,
+                       min_terms: int) -> tuple[str, ...]:
+    """The DP vocabulary Ṽ (appendix B.1): each document's first S distinct public terms,
+    a noisy histogram over the public vocabulary (recorded in ``ledger``), the top
+    ``size`` terms above the noise floor (at least ``min_terms`` of them)."""
+    extractor = vocab.extractor()
+    firsts = extractor.extract_many(texts, max_terms=terms_per_doc, distinct=True)
+    counts = np.zeros(len(vocab), dtype=np.float64)
+    if any(len(f) for f in firsts):
+        flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
+        counts = np.bincount(flat, minlength=len(vocab)).astype(np.float64)
+    s = terms_per_doc
+    sens = Sensitivity(l1=s, l2=math.sqrt(s),
+                       reason=f"one document adds +1 to at most S={s} distinct terms")
+    noisy = release(counts, sens, noise, ledger=ledger,
+                    name=f"vocabulary histogram ({vocab.name})")
+    top = np.argsort(-noisy, kind="stable")[:size]
+    floor = noise_floor(ledger.releases[-1], len(vocab), noise_terms)
+    kept = top[noisy[top] > floor]
+    if kept.size < min_terms:  # too little signal: keep the top terms anyway
+        warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
+                      f"{noise}; keeping the top {min_terms}. "
+                      "Raise --epsilon-vocab or use a smaller public vocabulary.",
+                      stacklevel=4)
+        kept = top[:min_terms]
+    return tuple(vocab.terms[i] for i in kept)
+
+
 @dataclass(frozen=True)
 class KeyphraseSequence:
     """One DP keyphrase sequence and the class it was drawn for."""
@@ -290,27 +319,9 @@ class KeyphraseSeeder:
         return list(self.labels)
 
     def _release_vocabulary(self, corpus: Corpus, vocab) -> tuple[str, ...]:
-        extractor = vocab.extractor()
-        firsts = extractor.extract_many(corpus.texts, max_terms=self.terms_per_doc, distinct=True)
-        counts = np.zeros(len(vocab), dtype=np.float64)
-        if any(len(f) for f in firsts):
-            flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
-            counts = np.bincount(flat, minlength=len(vocab)).astype(np.float64)
-        s = self.terms_per_doc
-        sens = Sensitivity(l1=s, l2=math.sqrt(s),
-                           reason=f"one document adds +1 to at most S={s} distinct terms")
-        noisy = release(counts, sens, self.noise_specs()["vocab"],
-                        ledger=self.ledger_, name=f"vocabulary histogram ({vocab.name})")
-        top = np.argsort(-noisy, kind="stable")[: self.vocab_size]
-        floor = noise_floor(self.ledger_.releases[-1], len(vocab), self.vocab_noise_terms)
-        kept = top[noisy[top] > floor]
-        if kept.size < self.length:  # too little signal: keep the top terms anyway
-            warnings.warn(f"only {kept.size} vocabulary terms rise above the noise at "
-                          f"{self.noise_specs()['vocab']}; keeping the top {self.length}. "
-                          "Raise --epsilon-vocab or use a smaller public vocabulary.",
-                          stacklevel=3)
-            kept = top[: self.length]
-        return tuple(vocab.terms[i] for i in kept)
+        return release_vocabulary(corpus.texts, vocab, self.noise_specs()["vocab"], self.ledger_,
+                                  terms_per_doc=self.terms_per_doc, size=self.vocab_size,
+                                  noise_terms=self.vocab_noise_terms, min_terms=self.length)
 
     def _release_label_counts(self, corpus: Corpus, labels: list) -> dict:
         present = np.asarray(corpus.labels if corpus.labels is not None else [None] * len(corpus),

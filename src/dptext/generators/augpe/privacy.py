@@ -1,0 +1,102 @@
+"""The privacy side of Aug-PE: the noise plan and the per-iteration vote histograms.
+
+Neighbouring relation: add/remove one document. In iteration t every private document
+of class c casts exactly ONE vote, for its nearest synthetic sample of class c (MiniLM
+embeddings, cosine = L2 on unit vectors). Adding or removing a document changes one
+count of one class's histogram by 1, so the histograms of one iteration, released
+together, have L2 sensitivity 1; the classes hold disjoint documents, so they are one
+parallel group (parallel composition: one Gaussian mechanism per iteration, not one per
+class). Threshold and selection only post-process the noisy histogram.
+
+The run's total (ε, δ) is split by ``split_budget`` (Gaussian DP: μ² adds up) between the
+optional DP vocabulary (AugPE+Ṽ) and the T vote releases, and the ledger composes what was
+released with dp-accounting's PLD accountant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dptext.privacy import (
+    NoiseSpec,
+    PrivacyLedger,
+    Release,
+    Sensitivity,
+    gaussian_noise_multiplier,
+    release,
+)
+from dptext.privacy.split import split_budget
+
+VOTE_SENSITIVITY = Sensitivity(
+    l1=1.0, l2=1.0,
+    reason="each document casts exactly one vote, in its own class's histogram")
+VOCAB_STAGE = "vocabulary"
+#: rows of private embeddings per matrix product (bounds memory on large corpora)
+BLOCK = 4096
+
+
+def vote_stage(t: int) -> str:
+    return f"votes, iteration {t}"
+
+
+def plan_noise(epsilon: float, delta: float, iterations: int,
+               vocab_share: float | None) -> dict[str, NoiseSpec]:
+    """Noise of every release the run will make: ``vocab_share`` of the budget (in μ²) for
+    the DP vocabulary when there is one (None: plain AugPE), the rest split evenly over the
+    ``iterations`` vote releases. The plan composes to at most (ε, δ)."""
+    if not (isinstance(iterations, int) and iterations >= 1):
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    shares: dict[str, float] = {}
+    if vocab_share is not None:
+        if not 0 < vocab_share < 1:
+            raise ValueError(f"vocab_share must be in (0, 1), got {vocab_share!r}")
+        shares[VOCAB_STAGE] = vocab_share
+    rest = 1.0 - sum(shares.values())
+    shares.update({vote_stage(t): rest / iterations for t in range(1, iterations + 1)})
+    return split_budget(epsilon, delta, shares, dict.fromkeys(shares, "gaussian"))
+
+
+def planned_releases(specs: dict[str, NoiseSpec], classes: list) -> list[Release]:
+    """The releases ``specs`` will record (same noise multipliers, groups and partitions),
+    to check and charge a corpus's budget before any private data is touched."""
+    out = []
+    for stage, spec in specs.items():
+        mult = gaussian_noise_multiplier(spec.epsilon, spec.delta)
+        parts = [None] if stage == VOCAB_STAGE else [str(c) for c in classes]
+        for part in parts:
+            out.append(Release(
+                name=stage, mechanism="gaussian", neighbouring="planned",
+                sensitivity_norm="L2", sensitivity=1.0, sensitivity_reason="planned",
+                noise_scale=mult, noise_multiplier=mult, dimension=1, epsilon=spec.epsilon,
+                delta=spec.delta, partition=part,
+                parallel_group=None if part is None else stage))
+    return out
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def nearest_votes(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
+    """Histogram over ``synthetic`` rows: each ``private`` row votes once, for its nearest
+    synthetic row (L2 on unit vectors = largest cosine). One matrix product per block."""
+    counts = np.zeros(len(synthetic), dtype=np.float64)
+    if len(private) == 0:
+        return counts
+    syn = _unit(synthetic)
+    for start in range(0, len(private), BLOCK):
+        sims = _unit(private[start:start + BLOCK]) @ syn.T
+        counts += np.bincount(np.argmax(sims, axis=1), minlength=len(synthetic))
+    return counts
+
+
+def release_votes(private_by_class: dict, synthetic_by_class: dict, noise: NoiseSpec,
+                  ledger: PrivacyLedger, iteration: int) -> dict:
+    """The noisy vote histogram of every class for one iteration (one parallel group)."""
+    stage = vote_stage(iteration)
+    return {c: release(nearest_votes(private_by_class.get(c, np.empty((0, 1))), syn),
+                       VOTE_SENSITIVITY, noise, ledger=ledger, name=stage, partition=str(c),
+                       parallel_group=stage)
+            for c, syn in synthetic_by_class.items()}

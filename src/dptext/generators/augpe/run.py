@@ -1,0 +1,276 @@
+"""Aug-PE (Xie et al. 2024): private evolution of LLM-written texts toward a private corpus.
+
+Iteration 0 asks the LLM for a population of N texts per class from the document type
+alone (AugPE) or with random words of the DP vocabulary Ṽ (AugPE+Ṽ, the DP-KPS
+paper's variant). Iteration t = 1..T: each private document votes for its nearest
+synthetic text of its class, the vote histograms are released with Gaussian noise
+(``privacy.py``), parents are drawn from the noisy histograms (``select.py``) and each
+parent gets one variation prompt (fill-in-the-blanks or paraphrase, ``prompts.py``).
+A run of T iterations makes N·(1+T) prompts; population t is what N·(1+t) prompts buy.
+
+Classes are the public label set; class names stay out of the prompts unless
+``class_names`` opts in to the original variant (the report then says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dptext.corpus import Corpus
+from dptext.generators.augpe.privacy import VOCAB_STAGE, plan_noise, release_votes, vote_stage
+from dptext.generators.augpe.prompts import (
+    VARIATIONS,
+    initial_prompt,
+    prompt_seed,
+    variation_prompt,
+)
+from dptext.generators.augpe.select import SELECTIONS, select_parents
+from dptext.generators.augpe.state import Population, RunState
+from dptext.llm import (
+    Journal,
+    LLMBackend,
+    Prompt,
+    PromptCache,
+    RunStats,
+    SamplingParams,
+    clean_completion,
+    run_prompts,
+)
+from dptext.privacy import NoiseSpec, PrivacyLedger
+
+CLASS_NAMES_NOTE = ("LEAKS: the class names were put in the prompts in the clear "
+                    "(--augpe-class-names, the original Aug-PE variant); the guarantee covers "
+                    "the vote histograms only, not what the class names reveal.")
+LLM_NOTE = ("The LLM sees only the document type, random words of the DP vocabulary and "
+            "earlier synthetic texts: post-processing of the DP releases.")
+
+
+@dataclass(frozen=True)
+class AugPEConfig:
+    """What fixes an Aug-PE run besides (ε, δ), the LLM and the seed."""
+
+    document_type: str = "document"
+    per_class: int = 10  # population N_c of every class
+    iterations: int = 9  # T vote releases; T + 1 prompts per population member
+    selection: str = "sample"
+    threshold: float = 0.0  # noisy counts below it do not reproduce (selection "sample")
+    copies: int = 2  # selection "rank": variations of each of the top N_c / copies
+    variation: str = "mixed"
+    mask_rate: float = 0.5  # fraction of words blanked for fill-in-the-blanks
+    random_words: int = 5  # Ṽ words per initial prompt; 0 = plain AugPE (no vocabulary)
+    vocab: str = "english:20000"
+    vocab_size: int = 1000
+    terms_per_doc: int = 80
+    vocab_noise_terms: float = 10.0
+    vocab_share: float = 0.2  # share of the budget (in μ²) spent on Ṽ
+    embedder: Any = "minilm"
+    class_names: bool = False
+    target_words: int | None = None  # None: 0.6 words per token of max_tokens
+    max_tokens: int = 160
+    temperature: float = 0.8
+    top_p: float = 0.95
+    clean: bool = True
+
+    def validate(self) -> None:
+        for name in ("per_class", "iterations", "copies", "vocab_size", "terms_per_doc",
+                     "max_tokens"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not (isinstance(self.random_words, int) and self.random_words >= 0):
+            raise ValueError(f"random_words must be an integer >= 0, got {self.random_words!r}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {', '.join(SELECTIONS)}")
+        if self.variation not in VARIATIONS:
+            raise ValueError(f"variation must be one of {', '.join(VARIATIONS)}")
+        if not 0 < self.mask_rate < 1:
+            raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate!r}")
+
+    def noise(self, epsilon: float, delta: float) -> dict[str, NoiseSpec]:
+        self.validate()
+        return plan_noise(epsilon, delta, self.iterations,
+                          self.vocab_share if self.random_words else None)
+
+    def words(self) -> int:
+        return self.target_words or max(10, round(0.6 * self.max_tokens))
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["embedder"] = self.embedder if isinstance(self.embedder, str) else "custom"
+        return d
+
+
+@dataclass
+class AugPEResult:
+    populations: list[Population]  # after iteration t = 0..T
+    ledger: PrivacyLedger
+    vocabulary: tuple[str, ...] | None
+    stats: RunStats = field(default_factory=RunStats)
+
+    @property
+    def prompts(self) -> list[int]:
+        """LLM prompts the run had used when population t was complete."""
+        return [int(n) for n in np.cumsum([len(p) for p in self.populations])]
+
+
+def _class_of(corpus: Corpus, classes: list) -> dict:
+    index = corpus.class_indices()
+    return {c: index.get(c, np.empty(0, dtype=np.int64)) for c in classes}
+
+
+class _Evolution:
+    """One run: its config, budget plan, LLM and state directory."""
+
+    def __init__(self, corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
+                 backend: LLMBackend, state: RunState, *, classes: list, seed: int,
+                 epsilon_cap: float | None, journal: Journal, cache: PromptCache | None,
+                 concurrency: int, progress: bool, say: Callable[[str], None]) -> None:
+        self.corpus, self.cfg, self.noise, self.backend, self.state = (
+            corpus, cfg, noise, backend, state)
+        self.classes, self.seed, self.say = classes, seed, say
+        self.ledger = state.ledger(epsilon_cap)
+        self.run_opts = dict(journal=journal, cache=cache, concurrency=concurrency,
+                             progress=progress)
+        self.stats = RunStats()
+        self.params = SamplingParams(cfg.max_tokens, cfg.temperature, cfg.top_p)
+        self._embedder = None
+        self._private: dict | None = None
+
+    # ---------------------------------------------------------------- helpers
+    def embedder(self):
+        if self._embedder is None:
+            from dptext.embed import load_embedder
+
+            # no cache: private documents must never be written to the embedding cache
+            self._embedder = load_embedder(self.cfg.embedder, cache_dir=None) \
+                if isinstance(self.cfg.embedder, str) else self.cfg.embedder
+        return self._embedder
+
+    def private_embeddings(self) -> dict:
+        if self._private is None:
+            self.say("embedding the private documents (no cache)")
+            emb = np.asarray(self.embedder().encode(list(self.corpus.texts)), dtype=np.float32)
+            self._private = {c: emb[i] for c, i in _class_of(self.corpus, self.classes).items()}
+        return self._private
+
+    def _name(self, c) -> str | None:
+        return str(c) if self.cfg.class_names else None
+
+    def _complete(self, prompts: list[Prompt], fallback: list[str], t: int) -> list[str]:
+        done = run_prompts(self.backend, prompts, description=f"AugPE iteration {t}",
+                           stats=self.stats, **self.run_opts)
+        texts = [clean_completion(c.text, c.finish_reason == "length") if self.cfg.clean
+                 else c.text.strip() for c in done]
+        return [text or f for text, f in zip(texts, fallback, strict=True)]
+
+    # ---------------------------------------------------------------- the steps
+    def vocabulary(self) -> tuple[str, ...] | None:
+        if not self.cfg.random_words:
+            return None
+        words = self.state.vocabulary()
+        if words is None:
+            from dptext.generators.kps import release_vocabulary
+            from dptext.text.vocabulary import load_vocabulary
+
+            self.say("releasing the DP vocabulary Ṽ")
+            before = len(self.ledger.releases)
+            words = release_vocabulary(
+                self.corpus.texts, load_vocabulary(self.cfg.vocab), self.noise[VOCAB_STAGE],
+                self.ledger, terms_per_doc=self.cfg.terms_per_doc, size=self.cfg.vocab_size,
+                noise_terms=self.cfg.vocab_noise_terms, min_terms=self.cfg.random_words)
+            self.state.save_vocabulary(words, self.ledger.releases[before:])
+        return words
+
+    def initial(self, words: tuple[str, ...] | None) -> Population:
+        rng = np.random.default_rng([self.seed, 0])
+        prompts, labels = [], []
+        for c in self.classes:
+            for _ in range(self.cfg.per_class):
+                picked = tuple(rng.choice(words, size=min(self.cfg.random_words, len(words)),
+                                          replace=False)) if words else ()
+                params = dataclasses.replace(
+                    self.params, seed=prompt_seed(self.seed, 0, len(prompts)))
+                prompts.append(initial_prompt(self.cfg.document_type, picked,
+                                              self.cfg.words(), params, self._name(c)))
+                labels.append(c)
+        texts = self._complete(prompts, [""] * len(prompts), 0)
+        return list(zip(texts, labels, strict=True))
+
+    def votes(self, t: int, population: Population) -> dict:
+        hist = self.state.votes(t)
+        if hist is not None:
+            return hist
+        private = self.private_embeddings()
+        syn = np.asarray(self.embedder().encode([text for text, _ in population]),
+                         dtype=np.float32)
+        labels = [label for _, label in population]
+        by_class = {c: syn[[i for i, lab in enumerate(labels) if lab == c]]
+                    for c in self.classes}
+        before = len(self.ledger.releases)
+        hist = release_votes(private, by_class, self.noise[vote_stage(t)], self.ledger, t)
+        self.state.save_votes(t, hist, self.ledger.releases[before:])  # before any prompt
+        return hist
+
+    def evolve(self, t: int, population: Population, hist: dict) -> Population:
+        rng = np.random.default_rng([self.seed, t])
+        prompts, parents = [], []
+        for c in self.classes:
+            members = [text for text, label in population if label == c]
+            for j in select_parents(hist[c], self.cfg.per_class, mode=self.cfg.selection,
+                                    threshold=self.cfg.threshold, copies=self.cfg.copies,
+                                    rng=rng):
+                kind = self.cfg.variation if self.cfg.variation != "mixed" else (
+                    "blank" if rng.random() < 0.5 else "paraphrase")
+                params = dataclasses.replace(
+                    self.params, seed=prompt_seed(self.seed, t, len(prompts)))
+                prompts.append(variation_prompt(
+                    kind, members[j], self.cfg.document_type, self.cfg.words(), params,
+                    mask_rate=self.cfg.mask_rate, rng=rng, class_name=self._name(c)))
+                parents.append((members[j], c))
+        texts = self._complete(prompts, [p for p, _ in parents], t)
+        return [(text, c) for text, (_, c) in zip(texts, parents, strict=True)]
+
+    def run(self) -> AugPEResult:
+        words = self.vocabulary()
+        pops: list[Population] = []
+        pop = self.state.population(0)
+        if pop is None:
+            pop = self.initial(words)
+            self.state.save_population(0, pop)
+        pops.append(pop)
+        self.say(f"iteration 0: {len(pop)} initial texts")
+        for t in range(1, self.cfg.iterations + 1):
+            saved = self.state.population(t)
+            if saved is None:
+                hist = self.votes(t, pop)
+                saved = self.evolve(t, pop, hist)
+                self.state.save_population(t, saved)
+                self.say(f"iteration {t}/{self.cfg.iterations}: vote histograms released "
+                         f"(σ = {self.ledger.releases[-1].noise_scale:.3g}), "
+                         f"{len(saved)} variations; spent so far {self.ledger.guarantee()}")
+            pop = saved
+            pops.append(pop)
+        return AugPEResult(pops, self.ledger, words, self.stats)
+
+
+def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
+              backend: LLMBackend, run_dir, *, classes: list, seed: int,
+              epsilon_cap: float | None = None, cache: PromptCache | None = None,
+              concurrency: int = 4, progress: bool = False,
+              say: Callable[[str], None] = lambda msg: None) -> AugPEResult:
+    """Run (or resume) Aug-PE in ``run_dir``; finished iterations are read back, not redone.
+
+    ``noise`` is ``cfg.noise(ε, δ)``; ``classes`` the public label set (``[None]`` for an
+    unlabelled corpus). ``run_dir`` must hold the run's ``run.json`` (see ``RunState``).
+    """
+    state = RunState(run_dir)
+    journal = Journal(state.dir / "journal.jsonl")
+    return _Evolution(corpus, cfg, noise, backend, state, classes=classes, seed=seed,
+                      epsilon_cap=epsilon_cap, journal=journal, cache=cache,
+                      concurrency=concurrency, progress=progress, say=say).run()
+

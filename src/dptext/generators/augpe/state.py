@@ -1,0 +1,96 @@
+"""The run directory of an Aug-PE run, written step by step so that a run can resume.
+
+``run.json`` (the options that fix the release, written before anything private is
+read), ``vocabulary.json`` (AugPE+Ṽ: the DP vocabulary and its release record),
+``votes_<t>.json`` (iteration t's noisy histograms and their release records, written
+atomically the moment they are drawn, before any prompt uses them) and
+``population_<t>.jsonl`` (the synthetic texts after iteration t). The ledger is
+rebuilt from the release records in these files, so a saved histogram is never
+without its charge. The LLM completions go to the shared ``journal.jsonl``.
+Everything here is released data or its post-processing; no private text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from dptext.privacy import PrivacyLedger, Release
+
+Population = list[tuple[str, str | None]]  # (text, label), class by class
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+class RunState:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+
+    # ---------------------------------------------------------------- run.json
+    @property
+    def run_json(self) -> Path:
+        return self.dir / "run.json"
+
+    def started(self) -> bool:
+        return self.run_json.exists()
+
+    def load_run(self) -> dict:
+        return json.loads(self.run_json.read_text())
+
+    def save_run(self, run: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.run_json, json.dumps(run, indent=2, default=str))
+
+    # ---------------------------------------------------------------- releases
+    def _release_files(self) -> list[Path]:
+        votes = sorted(self.dir.glob("votes_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+        vocab = self.dir / "vocabulary.json"
+        return ([vocab] if vocab.exists() else []) + votes
+
+    def ledger(self, epsilon_cap: float | None = None) -> PrivacyLedger:
+        """Every release this run made so far, from the files that hold their outputs."""
+        ledger = PrivacyLedger(epsilon_cap=epsilon_cap)
+        for path in self._release_files():
+            ledger.releases.extend(Release(**r) for r in json.loads(path.read_text())["releases"])
+        return ledger
+
+    def save_vocabulary(self, words: tuple[str, ...], releases: list[Release]) -> None:
+        _atomic_write(self.dir / "vocabulary.json", json.dumps(
+            {"words": list(words), "releases": [asdict(r) for r in releases]}))
+
+    def vocabulary(self) -> tuple[str, ...] | None:
+        path = self.dir / "vocabulary.json"
+        return tuple(json.loads(path.read_text())["words"]) if path.exists() else None
+
+    def save_votes(self, t: int, histograms: dict, releases: list[Release]) -> None:
+        _atomic_write(self.dir / f"votes_{t}.json", json.dumps(
+            {"histograms": [[c, np.asarray(h).tolist()] for c, h in histograms.items()],
+             "releases": [asdict(r) for r in releases]}))
+
+    def votes(self, t: int) -> dict | None:
+        path = self.dir / f"votes_{t}.json"
+        if not path.exists():
+            return None
+        return {c: np.asarray(h, dtype=np.float64)
+                for c, h in json.loads(path.read_text())["histograms"]}
+
+    # ---------------------------------------------------------------- populations
+    def save_population(self, t: int, population: Population) -> None:
+        _atomic_write(self.dir / f"population_{t}.jsonl", "".join(
+            json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n"
+            for text, label in population))
+
+    def population(self, t: int) -> Population | None:
+        path = self.dir / f"population_{t}.jsonl"
+        if not path.exists():
+            return None
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+        return [(r["text"], r["label"]) for r in rows]
