@@ -266,7 +266,8 @@ def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
     """Run (or resume) Aug-PE in ``run_dir``; finished iterations are read back, not redone.
 
     ``noise`` is ``cfg.noise(ε, δ)``; ``classes`` the public label set (``[None]`` for an
-    unlabelled corpus). ``run_dir`` must hold the run's ``run.json`` (see ``RunState``).
+    unlabelled corpus). The caller keeps the run's options in ``run.json`` (see
+    ``RunState``) and checks them before resuming.
     """
     state = RunState(run_dir)
     journal = Journal(state.dir / "journal.jsonl")

@@ -24,6 +24,7 @@ Population = list[tuple[str, str | None]]  # (text, label), class by class
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
@@ -45,7 +46,6 @@ class RunState:
         return json.loads(self.run_json.read_text())
 
     def save_run(self, run: dict) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
         _atomic_write(self.run_json, json.dumps(run, indent=2, default=str))
 
     # ---------------------------------------------------------------- releases
