@@ -24,6 +24,7 @@ import numpy as np
 from dptext.corpus import Corpus
 from dptext.generators.augpe.privacy import VOCAB_STAGE, plan_noise, release_votes, vote_stage
 from dptext.generators.augpe.prompts import (
+    BLANK,
     VARIATIONS,
     initial_prompt,
     prompt_seed,
@@ -166,7 +167,9 @@ class _Evolution:
                            stats=self.stats, **self.run_opts)
         texts = [clean_completion(c.text, c.finish_reason == "length") if self.cfg.clean
                  else c.text.strip() for c in done]
-        return [text or f for text, f in zip(texts, fallback, strict=True)]
+        # an empty answer, or one that left blanks unfilled, keeps the parent
+        return [text if text and BLANK not in text.split() else f
+                for text, f in zip(texts, fallback, strict=True)]
 
     # ---------------------------------------------------------------- the steps
     def vocabulary(self) -> tuple[str, ...] | None:
