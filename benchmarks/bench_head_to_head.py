@@ -2,7 +2,7 @@
 figure 4), on the shared protocol: one local LLM, one downstream classifier.
 
     python benchmarks/bench_head_to_head.py --work-dir DIR [--datasets bbc-news health-tweets]
-        [--epsilons 6 10] [--per-class 8 4] [--iterations 9] [--write]
+        [--epsilons 6 10] [--per-class 4 2] [--iterations 9] [--write] [--report-only]
 
 For each (dataset, ε), in this order: DP-KPS with N and 2N documents (1× and 2× the
 prompts of N documents), then AugPE+Ṽ and AugPE with a population of N (``--per-class``
@@ -12,15 +12,17 @@ ceiling trains the same classifier on N real training documents. Every synthetic
 scored by ``synthetic_protocol.downstream`` on the real test sample.
 
 Resumable: DP releases and LLM completions are journaled under ``--work-dir`` (a killed
-run continues without new DP noise or repeated prompts); ``results.json`` there is
-rewritten after every finished method, and with ``--write`` the docs section after every
-finished (dataset, ε).
+run continues without new DP noise or repeated prompts); ``results.json`` there keeps
+the rows of earlier invocations and is rewritten after every finished method, and with
+``--write`` the docs section after every finished (dataset, ε); ``--report-only``
+rewrites the docs section from ``results.json`` without running anything.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +40,8 @@ from synthetic_protocol import (
 )
 
 DELTA = 1e-5
+DATASET_ORDER = ["bbc-news", "health-tweets"]  # the full design, most important first
+EPSILONS = [6.0, 10.0]
 VARIANTS = {"AugPE+Ṽ": 5, "AugPE": 0}  # random DP-vocabulary words per initial prompt
 
 
@@ -138,7 +142,14 @@ def target_lines(rows: list[dict]) -> list[str]:
     return out
 
 
+METHOD_ORDER = ["real documents (not private)", "DP-KPS", *VARIANTS]
+
+
 def write_doc(rows: list[dict], args) -> None:
+    rows = sorted(rows, key=lambda r: (
+        DATASET_ORDER.index(r["dataset"]) if r["dataset"] in DATASET_ORDER else 99,
+        r["epsilon"] != float("inf"), r["epsilon"], METHOD_ORDER.index(r["method"]),
+        r["prompts"]))
     table = markdown_table(
         ["dataset", "ε", "method", "prompts (×N)", "accuracy", "macro-F1", "spent ε"],
         [[r["dataset"], "∞" if r["epsilon"] == float("inf") else f"{r['epsilon']:g}",
@@ -146,20 +157,25 @@ def write_doc(rows: list[dict], args) -> None:
           f"{r['prompts']} ({r['prompts_x']:g}×)", r["accuracy"], r["macro_f1"],
           "—" if r["spent_epsilon"] == float("inf") else f"{r['spent_epsilon']:.3f}"]
          for r in rows])
-    missing = [f"{d} ε = {e:g}" for d in args.datasets for e in args.epsilons
+    missing = [f"{d} ε = {e:g}" for d in DATASET_ORDER for e in EPSILONS
                if not any(r["dataset"] == d and r["epsilon"] == e and r["method"] == "AugPE"
                           for r in rows)]
+    sizes = {r["dataset"]: round(r["prompts"] / r["prompts_x"]) for r in rows
+             if r["method"] == "DP-KPS" and r["prompts_x"] == 1}
     body = (
         f"LLM `{BENCH_LLM}` for every method (same prompts budget unit: N documents = N "
-        f"prompts for DP-KPS); population N = {', '.join(map(str, args.per_class))} per "
-        f"class for {', '.join(args.datasets)}; AugPE T = {args.iterations} iterations, one "
+        "prompts for DP-KPS); population "
+        + ", ".join(f"N = {n} for {d}" for d, n in sizes.items())
+        + f" (equal per class); AugPE T = {args.iterations} iterations, one "
         "variation prompt per member per iteration, population t scored at N·(1+t) prompts; "
         "δ = 1e-5; downstream: MiniLM embeddings + the evaluation suite's MLP head, tested "
         f"on {args.test_docs:,} real test documents. AugPE+Ṽ spends 20% of the budget (in "
         "Gaussian μ²) on the DP vocabulary and puts 5 random Ṽ words in each initial prompt; "
         "AugPE has only the document type. No class names in any prompt. The spent ε of an "
         "AugPE row is that of the whole run (its populations are intermediate states of one "
-        "release).\n\n"
+        "release). One run (one seed) per row: with populations this small the accuracy of "
+        "one AugPE population moves by about ±0.1 from one iteration to the next, so read "
+        "the trend over t rather than single rows.\n\n"
         + table + "\n\nTarget (DP-KPS reaches the best AugPE accuracy with at most 1/5 of "
         "AugPE's prompts, i.e. DP-KPS at ≤ 2N prompts vs AugPE's best over its 10N-prompt "
         "run):\n\n" + "\n".join(target_lines(rows) or ["- no complete (dataset, ε) yet"])
@@ -170,21 +186,33 @@ def write_doc(rows: list[dict], args) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work-dir", required=True, help="journals, run dirs and results.json")
-    ap.add_argument("--datasets", nargs="+", default=["bbc-news", "health-tweets"])
-    ap.add_argument("--epsilons", nargs="+", type=float, default=[6.0, 10.0])
-    ap.add_argument("--per-class", nargs="+", type=int, default=[8, 4],
-                    help="population per class, one per dataset")
+    ap.add_argument("--datasets", nargs="+", default=DATASET_ORDER)
+    ap.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
+    ap.add_argument("--per-class", nargs="+", type=int, default=[4, 2],
+                    help="population per class, one per dataset (8 4 on an idle machine)")
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--test-docs", type=int, default=2000)
     ap.add_argument("--write", action="store_true", help="rewrite the docs/benchmarks.md section")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite the docs section from results.json, run nothing")
     args = ap.parse_args()
     work = Path(args.work_dir)
+    # the command line recorded in the docs must not name a folder of this machine
+    sys.argv = ["WORK_DIR" if a == args.work_dir else a for a in sys.argv]
     work.mkdir(parents=True, exist_ok=True)
     results = work / "results.json"
-    rows: list[dict] = []
+    # earlier invocations' rows stay (a resumed or partial run rewrites only what it redoes)
+    rows: list[dict] = json.loads(results.read_text()) if results.exists() else []
+    if args.report_only:
+        write_doc(rows, args)
+        return
+
+    def key(r: dict) -> tuple:
+        return r["dataset"], r["epsilon"], r["method"], r["prompts"], r.get("iteration")
 
     def save(new: list[dict]) -> None:
-        rows.extend(new)
+        done = {key(r) for r in new}
+        rows[:] = [r for r in rows if key(r) not in done] + new
         results.write_text(json.dumps(rows, indent=2))
         for r in new:
             print(f"{r['dataset']} ε={r['epsilon']:g} {r['method']} "
@@ -201,7 +229,6 @@ def main() -> None:
                 save(augpe_rows(data, eps, variant, per_class, args.iterations, work))
             if args.write:
                 write_doc(rows, args)
-
 
 if __name__ == "__main__":
     main()
