@@ -55,8 +55,8 @@ def test_plan_refuses_shares_that_leave_nothing_for_the_votes():
 def _teacher_sets(texts, labels, n, salt):
     texts, labels = deduplicate(texts, labels)
     shards = shard_of(texts, n, salt)
-    return [sorted((normalise(t), lab) for t, lab, s in zip(texts, labels, shards, strict=True) if s == m)
-            for m in range(n)]
+    pairs = list(zip(texts, labels, shards, strict=True))
+    return [sorted((normalise(t), lab) for t, lab, s in pairs if s == m) for m in range(n)]
 
 
 def test_one_added_document_changes_exactly_one_teachers_training_set():
@@ -95,9 +95,9 @@ def test_teacher_votes_move_by_at_most_one_vote_per_query():
     assert votes.shape == (20, 4) and np.all(votes.sum(axis=1) == 12)
     for j in range(5):  # neighbours: each document removed in turn
         keep = np.arange(200) != j * 31
-        v2 = teacher_votes(x_priv[keep], y[keep], shard_of([t for t, k in zip(texts, keep)
-                                                           if k], 12, salt),
-                           12, x_cand, folds, queried, 3)
+        kept = [t for t, k in zip(texts, keep, strict=True) if k]
+        v2 = teacher_votes(x_priv[keep], y[keep], shard_of(kept, 12, salt), 12, x_cand, folds,
+                           queried, 3)
         diff = np.abs(v2 - votes)
         assert np.all(diff.sum(axis=1) <= 2)  # one vote moved: −1 in one bin, +1 in another
         assert np.linalg.norm(v2 - votes) <= vote_sensitivity(20).l2 + 1e-12
