@@ -14,13 +14,19 @@ Downstream: the protocol's MLP head on MiniLM embeddings, tested on real test do
 Every finished row is kept in ``<work>/results.json`` and the table is rewritten after each
 row, so a killed benchmark resumes where it stopped (LLM completions are journaled too).
 
-    flock /tmp/dptext-llm.lock python benchmarks/bench_pate.py            # ~40 min, 2 cores
-    python benchmarks/bench_pate.py --quick --no-record                    # a smoke run
+    python benchmarks/bench_pate.py --llm-lock /tmp/dptext-llm.lock   # ~40 min, 2 cores
+    python benchmarks/bench_pate.py --quick --no-record               # a smoke run
+
+``--llm-lock`` holds that file (flock) while the shared LLM runs, so that LLM benchmarks
+of several users run one after the other while the rest (embedding the private corpus,
+teachers, downstream scores) runs beside them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import sys
 import time
@@ -66,6 +72,20 @@ class MemoEmbedder:
         return np.stack([self.memo[t] for t in texts])
 
 
+@contextlib.contextmanager
+def llm_lock(path: str | None):
+    """Hold ``path`` (flock) while the shared LLM runs, if asked to."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def pate_row(data: BenchData, eps: float, per_class: int, teachers: int, args, work: Path,
              emb: MemoEmbedder) -> dict:
     out = work / f"pate-{data.name}-eps{eps:g}.jsonl"
@@ -74,9 +94,10 @@ def pate_row(data: BenchData, eps: float, per_class: int, teachers: int, args, w
                      labels=data.classes, document_type=data.document_type, seed=args.seed,
                      sampling=SamplingParams(max_tokens=data.max_tokens))
     started = time.perf_counter()
-    report = run_pate(lambda: data.train, out, cfg, shared_backend(), resume=True,
-                      cache=PromptCache(work / "llm-cache.jsonl"), concurrency=1,
-                      progress=True, embedder=emb)
+    with llm_lock(args.llm_lock):  # the candidates; the votes are quick once embedded
+        report = run_pate(lambda: data.train, out, cfg, shared_backend(), resume=True,
+                          cache=PromptCache(work / "llm-cache.jsonl"), concurrency=1,
+                          progress=True, embedder=emb)
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     score = downstream([d["text"] for d in docs], [d["label"] for d in docs], data)
     p = report["parameters"]
@@ -122,6 +143,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="2 documents per class, BBC only")
     ap.add_argument("--no-kps", action="store_true")
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--llm-lock", help="flock this file while the LLM runs")
     args = ap.parse_args()
     work = Path(args.work) / ("quick" if args.quick else "full")
     work.mkdir(parents=True, exist_ok=True)
@@ -143,6 +165,10 @@ def main() -> None:
         if args.quick:
             per_class, teachers = 2, 20
         first = None
+        if any(f"{name}|{eps:g}|pate" not in results for eps in args.eps):
+            print(f"embedding the {len(data.train)} private documents of {name} (memory only)",
+                  flush=True)
+            emb.encode(list(data.train.texts))  # outside the LLM lock
         for eps in args.eps:
             key = f"{name}|{eps:g}|pate"
             if key not in results:
@@ -157,8 +183,9 @@ def main() -> None:
             key = f"{name}|{eps:g}|DP-KPS"
             if key not in results:
                 started = time.perf_counter()
-                run = kps_documents(data, eps, per_class * len(data.classes), work_dir=work,
-                                    delta=args.delta, seed=args.seed)
+                with llm_lock(args.llm_lock):
+                    run = kps_documents(data, eps, per_class * len(data.classes),
+                                        work_dir=work, delta=args.delta, seed=args.seed)
                 texts, labels = zip(*run.docs, strict=True)
                 done(key, {"llm_calls": run.prompts, **downstream(list(texts), list(labels),
                                                                   data),
