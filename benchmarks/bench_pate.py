@@ -159,16 +159,18 @@ def main() -> None:
             record("pate", "pate: PATE-style DP augmentation beside DP-KPS and the public "
                    "generator alone", notes(args) + "\n\n" + table(results))
 
-    for name in (args.datasets[:1] if args.quick else args.datasets):
-        data = load_data(name)
+    datasets = {name: load_data(name)
+                for name in (args.datasets[:1] if args.quick else args.datasets)}
+    for name, data in datasets.items():  # first, while another user may hold the LLM
+        if any(f"{name}|{eps:g}|pate" not in results for eps in args.eps):
+            print(f"embedding the {len(data.train)} private documents of {name} (memory only)",
+                  flush=True)
+            emb.encode(list(data.train.texts))
+    for name, data in datasets.items():
         per_class, teachers = SIZES[name]
         if args.quick:
             per_class, teachers = 2, 20
         first = None
-        if any(f"{name}|{eps:g}|pate" not in results for eps in args.eps):
-            print(f"embedding the {len(data.train)} private documents of {name} (memory only)",
-                  flush=True)
-            emb.encode(list(data.train.texts))  # outside the LLM lock
         for eps in args.eps:
             key = f"{name}|{eps:g}|pate"
             if key not in results:
