@@ -11,6 +11,7 @@ from dptext.cli import (  # noqa: F401  (register the commands)
     evaluate,
     generate,
     keyphrases,
+    pate,
 )
 from dptext.cli.app import app
 

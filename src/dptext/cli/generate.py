@@ -164,6 +164,21 @@ def generate(
                      labels=labels, vocab=vocab, vocab_size=vocab_size,
                      terms_per_doc=terms_per_doc, embedder=embedder, seed=seed,
                      budget_total=budget_total, allow_budget_overrun=allow_budget_overrun)
+    if method == "pate":
+        from dptext.cli.pate import pate
+
+        if epsilon is None:
+            raise typer.BadParameter("--method pate needs --epsilon (the run's total ε)")
+        return pate(input=input, out=out, epsilon=epsilon, delta=delta,
+                    documents=total_sequences, per_class=sequences_per_class,
+                    document_type=document_type, llm=llm, max_tokens=max_tokens,
+                    temperature=temperature, top_p=top_p, concurrency=concurrency,
+                    labels=labels, vocab=vocab, terms_per_doc=terms_per_doc,
+                    vocab_size=vocab_size, embedder=embedder, text_column=text_column,
+                    label_column=label_column, format=format, encoding=encoding,
+                    skip_invalid=skip_invalid, seed=seed or 0, resume=resume, cache=cache,
+                    progress=progress, budget_total=budget_total,
+                    allow_budget_overrun=allow_budget_overrun)
     from dptext.generators.kps import KeyphraseSequence
     from dptext.llm import (
         DocumentOptions,

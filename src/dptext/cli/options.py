@@ -85,7 +85,7 @@ VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
 Method = Annotated[str, typer.Option(help="iterative or independent sequence generation; "
                                      "generate: dpft for the DP fine-tuning generator, augpe for "
-                                     "the Aug-PE baseline.",
+                                     "the Aug-PE baseline, pate for PATE-style augmentation.",
                                      rich_help_panel=SEEDER)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
                                        rich_help_panel=SEEDER)]
