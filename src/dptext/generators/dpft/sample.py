@@ -26,7 +26,7 @@ class SamplingConfig:
     top_k: int = 50
     top_p: float = 0.95
     temperature: float = 1.0
-    batch_size: int = 16
+    batch_size: int = 64  # rows decoded together; on a CPU 64 costs ~0.7x per row of 16
 
 
 @dataclass(frozen=True)
