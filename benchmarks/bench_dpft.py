@@ -99,6 +99,25 @@ def dpft_row(data: BenchData, eps: float, args, *, multitask: bool = False) -> d
     return rows
 
 
+def base_row(data: BenchData, args) -> list[dict]:
+    """The control: the base model, not fine-tuned, prompted with each label's codes.
+    Uses the label names only (public, as in every row), no document."""
+    from dptext.generators.dpft.codes import LABEL_FIELD, format_codes
+    from dptext.generators.dpft.model import load_base
+    from dptext.generators.dpft.sample import generate
+
+    lm, tok = load_base(dtype=config(args).dtype)
+    labels = [c for c in data.classes for _ in range(args.synthetic_per_class)]
+    t0 = time.time()
+    texts = generate(lm, tok, [format_codes({LABEL_FIELD: y}) for y in labels],
+                     SamplingConfig(max_new_tokens=args.new_tokens, batch_size=args.gen_batch),
+                     seed=args.seed)
+    score = downstream(texts, labels, data)
+    return [{"generator": "SmolLM2 base, not fine-tuned (codes as prompt)", "epsilon": 0.0,
+             **score, "documents": len(texts), "seconds": time.time() - t0,
+             "sample": f"[{labels[0]}] {texts[0][:120]}"}]
+
+
 def kps_row(data: BenchData, eps: float, args) -> list[dict]:
     n = args.synthetic_per_class * len(data.classes)
     with _llm_lock(args.llm_lock):
@@ -169,6 +188,7 @@ def tasks(args):
         out.append((f"{name}|real", lambda n=name: real_row(get(n), args)))
         for eps in args.eps:
             out.append((f"{name}|dpft|{_e(eps)}", lambda n=name, e=eps: dpft_row(get(n), e, args)))
+        out.append((f"{name}|base", lambda n=name: base_row(get(n), args)))
         if not args.no_canary and name == args.datasets[0]:
             for eps in (8.0, math.inf):
                 out.append((f"canary|{_e(eps)}", lambda e=eps: canary_rows(e, args)))
