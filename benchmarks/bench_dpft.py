@@ -166,6 +166,19 @@ def _llm_lock(path: Path | None):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _lock_busy(path: Path | None) -> bool:
+    """Whether another process holds ``path`` now (then the LLM rows wait till the end)."""
+    if path is None:
+        return False
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
 def _with(args, **kw):
     return argparse.Namespace(**{**vars(args), **kw})
 
@@ -175,7 +188,7 @@ def _e(x) -> str:
 
 
 def tasks(args):
-    """(key, thunk) in the order they run: the claims first, the extras last."""
+    """(key, thunk, uses the shared LLM) in the order they run: the claims first."""
     out = []
     data: dict[str, BenchData] = {}
 
@@ -185,21 +198,22 @@ def tasks(args):
         return data[name]
 
     for name in args.datasets:
-        out.append((f"{name}|real", lambda n=name: real_row(get(n), args)))
+        out.append((f"{name}|real", lambda n=name: real_row(get(n), args), False))
         for eps in args.eps:
-            out.append((f"{name}|dpft|{_e(eps)}", lambda n=name, e=eps: dpft_row(get(n), e, args)))
-        out.append((f"{name}|base", lambda n=name: base_row(get(n), args)))
+            out.append((f"{name}|dpft|{_e(eps)}",
+                        lambda n=name, e=eps: dpft_row(get(n), e, args), False))
+        out.append((f"{name}|base", lambda n=name: base_row(get(n), args), False))
         if not args.no_canary and name == args.datasets[0]:
             for eps in (8.0, math.inf):
-                out.append((f"canary|{_e(eps)}", lambda e=eps: canary_rows(e, args)))
+                out.append((f"canary|{_e(eps)}", lambda e=eps: canary_rows(e, args), False))
         if not args.no_kps:
             for eps in (e for e in args.eps if math.isfinite(e)):
                 out.append((f"{name}|kps|{_e(eps)}",
-                            lambda n=name, e=eps: kps_row(get(n), e, args)))
+                            lambda n=name, e=eps: kps_row(get(n), e, args), True))
         if args.multitask_eps is not None and name == args.datasets[0]:
             out.append((f"{name}|multitask|{_e(args.multitask_eps)}",
                         lambda n=name: dpft_row(get(n), args.multitask_eps, args,
-                                                multitask=True)))
+                                                multitask=True), False))
     return out
 
 
@@ -306,9 +320,11 @@ def main() -> None:
     res_file = args.work_dir / "results.json"
     results = json.loads(res_file.read_text()) if res_file.exists() else {}
     if not args.only_write:
-        for key, run in tasks(args):
-            if key in results:
-                continue
+        todo = [t for t in tasks(args) if t[0] not in results]
+        while todo:
+            i = next((i for i, t in enumerate(todo) if not (t[2] and _lock_busy(args.llm_lock))),
+                     0)  # an LLM row waits while another process holds the lock, if it can
+            key, run, _ = todo.pop(i)
             t0 = time.time()
             results[key] = run()
             res_file.write_text(json.dumps(results, indent=1))
