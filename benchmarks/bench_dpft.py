@@ -264,6 +264,10 @@ def render(results: dict, args) -> str:
                                 [[_e(r["epsilon"]), r["insertions"], r["secret_rank"],
                                   f"{r['exposure']:.2f}", f"{r['fit_s']:.0f} s"]
                                  for r in canary])]
+    missing = [t[0] for t in tasks(args) if t[0] not in results]
+    if missing:
+        body += ["", f"Not run yet: {', '.join(missing)} — the same command continues "
+                 "from the saved rows."]
     samples = [(k, r["sample"]) for k, rs in results.items() for r in rs if r.get("sample")]
     if samples:
         body += ["", "First generated document of each row (truncated):", ""]
@@ -333,6 +337,12 @@ def main() -> None:
     text = render(results, args)
     print(text)
     if args.write:
+        # the recorded command is the one that runs (or resumes) these rows: drop the
+        # render-only flag and the machine-local lock path
+        drop = {"--only-write"}
+        argv = [a for i, a in enumerate(sys.argv)
+                if a not in drop and a != "--llm-lock" and sys.argv[i - 1] != "--llm-lock"]
+        sys.argv[:] = argv
         record(args.name, TITLE, text)
 
 
