@@ -304,6 +304,7 @@ def main() -> None:
     ap.add_argument("--work-dir", type=Path,
                     default=Path(tempfile.gettempdir()) / "dptext-bench-dpft",
                     help="results.json and KPS journals; a re-run skips finished rows")
+    ap.add_argument("--only", help="run only the rows whose key contains this (e.g. kps)")
     ap.add_argument("--only-write", action="store_true",
                     help="render the rows in results.json without running anything")
     ap.add_argument("--quick", action="store_true")
@@ -324,13 +325,15 @@ def main() -> None:
     res_file = args.work_dir / "results.json"
     results = json.loads(res_file.read_text()) if res_file.exists() else {}
     if not args.only_write:
-        todo = [t for t in tasks(args) if t[0] not in results]
+        todo = [t for t in tasks(args) if t[0] not in results and (args.only or "") in t[0]]
         while todo:
             i = next((i for i, t in enumerate(todo) if not (t[2] and _lock_busy(args.llm_lock))),
                      0)  # an LLM row waits while another process holds the lock, if it can
             key, run, _ = todo.pop(i)
             t0 = time.time()
             results[key] = run()
+            if res_file.exists():  # keep rows another invocation (--only) saved meanwhile
+                results = {**json.loads(res_file.read_text()), **results}
             res_file.write_text(json.dumps(results, indent=1))
             print(f"{key}: {time.time() - t0:.0f} s", json.dumps(results[key])[:600],
                   flush=True)
