@@ -1,23 +1,35 @@
-"""dpft on the CPU: downstream accuracy at ε ∈ {4, 8, ∞} beside DP-KPS, and canary ranks.
+"""dpft on the CPU: downstream accuracy at ε ∈ {4, 8, ∞} beside DP-KPS, canary ranks,
+and one multi-task + PPLM row.
 
-Sized for a 2-core machine: small stratified subsets of the training splits, short
-documents (truncated to --max-length tokens, one document = one DP-SGD sample), one
-epoch. Downstream accuracy: TF-IDF + logistic regression (the evaluation suite's
-``tfidf`` classifier when ``dptext.evaluate.utility`` is present, else the same
-settings inline) trained on the synthetic documents, tested on real test documents.
-DP-KPS at the same total ε (ε_vocab = 0.2ε Laplace, ε_kde = 0.8ε − Gaussian, δ) is
-scored with the keyphrase-only protocol of the DP-KPS paper's table 5 (no LLM
-documents), which is the cheap proxy used in DESIGN.md — not the same test inputs.
+The private corpus of every row is a stratified subset of a demo training split
+(--classes largest classes × --per-class documents, truncated to --max-length tokens;
+one document = one DP-SGD sample). Each generator — dpft at each ε, DP-KPS at the same
+total ε through ``synthetic_protocol.kps_documents`` (dptext defaults + the shared local
+LLM), and real documents as the reference — yields --synthetic-per-class documents per
+class, scored by ``synthetic_protocol.downstream`` (MiniLM + MLP head, real test set).
 
-    python benchmarks/bench_dpft.py                # both datasets + canaries, ~1 h on 2 cores
-    python benchmarks/bench_dpft.py --quick        # a smoke run
+Canaries (Carlini et al.; the fine-tuning paper's table 4): three canaries inserted 1, 10
+and 100 times into a --canary-dataset subset, fine-tuned at ε = 8 and without DP; the
+rank of each true 4-digit secret among all 10,000 candidates.
+
+Every finished row is saved at once to ``<work-dir>/results.json``; re-running the same
+command skips the rows already there (so a killed run continues), and --write renders
+whatever rows exist into docs/benchmarks.md.
+
+    python benchmarks/bench_dpft.py --write          # ~1 h on 2 shared cores
+    python benchmarks/bench_dpft.py --quick          # a smoke run (tiny sizes, no record)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import fcntl
+import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,196 +38,315 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from dptext.corpus import Corpus, read_corpus
+from dptext.corpus import Corpus
 from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
-from record import record
+from record import markdown_table, record
+from synthetic_protocol import BenchData, downstream, kps_documents, load_data
+
+TITLE = "dpft: DP fine-tuning (SmolLM2-135M + LoRA, DP-SGD)"
 
 
-def tfidf_accuracy(train_texts, train_labels, test_texts, test_labels, seed=0) -> float:
-    classes = sorted(set(test_labels) | set(train_labels))
-    y_train = np.array([classes.index(y) for y in train_labels])
-    y_test = np.array([classes.index(y) for y in test_labels])
-    try:
-        from dptext.evaluate.utility import tfidf_logreg
-
-        pred = tfidf_logreg(train_texts, y_train, test_texts, False, len(classes), seed)
-    except ImportError:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-
-        vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, strip_accents="unicode")
-        x = vec.fit_transform([t or "(empty)" for t in train_texts])
-        if len(set(y_train)) == 1:
-            pred = np.full(len(test_texts), y_train[0])
-        else:
-            clf = LogisticRegression(C=10.0, max_iter=2000, random_state=seed)
-            pred = clf.fit(x, y_train).predict(vec.transform(test_texts))
-    return float(np.mean(pred == y_test))
-
-
-def stratified(corpus: Corpus, per_class: int, classes, rng) -> Corpus:
-    idx = []
-    for c, members in corpus.class_indices().items():
-        if c in classes:
-            idx += list(rng.choice(members, size=min(per_class, len(members)), replace=False))
-    rng.shuffle(idx)
-    return corpus.subset(idx)
-
-
-def kps_accuracy(train: Corpus, test: Corpus, epsilon: float, delta: float, n_per_class: int,
-                 seed: int) -> float:
-    from dptext.generators.kps import KeyphraseSeeder
-    from keyphrase_protocol import KeyphraseClassifierProtocol
-
-    seeder = KeyphraseSeeder(epsilon_vocab=0.2 * epsilon, epsilon_kde=0.8 * epsilon,
-                             delta=delta, allow_noisy_classes=True)
+def subset(corpus: Corpus, classes, per_class: int, seed: int) -> Corpus:
+    """``per_class`` documents of each of ``classes`` (fixed by ``seed``)."""
     rng = np.random.default_rng(seed)
-    seeder.fit(train, rng=rng)
-    seqs = seeder.sample(n_per_class, rng=rng)
-    g = seeder.ledger_.guarantee()
-    assert g.epsilon <= epsilon * 1.001, g
-    proto = KeyphraseClassifierProtocol(seeder.embedder_ if hasattr(seeder, "embedder_")
-                                        else _minilm(), test.texts, test.labels,
-                                        seeder.released_vocabulary_, seeder.length)
-    strings = [" ".join(s.keyphrases) for s in seqs]
-    return proto.score(strings, [s.label for s in seqs])["accuracy"]
+    members = corpus.class_indices()
+    idx = np.sort(np.concatenate([rng.permutation(members[c])[:per_class] for c in classes]))
+    return Corpus(tuple(corpus.texts[i] for i in idx), tuple(corpus.labels[i] for i in idx),
+                  source=f"{corpus.source}[{len(classes)}x{per_class}]")
 
 
-def _minilm():
-    from dptext.embed import load_embedder
-
-    return load_embedder("minilm")
-
-
-def run_dataset(name, args, rng, rows):
-    train_all = read_corpus(f"demo:{name}/train")
-    test_all = read_corpus(f"demo:{name}/test")
-    sizes = {c: len(v) for c, v in train_all.class_indices().items()}
+def bench_data(name: str, args) -> BenchData:
+    """The shared test sample restricted to the largest classes, train = the subset."""
+    data = load_data(name, test_docs=args.test_docs)
+    sizes = {c: len(v) for c, v in data.train.class_indices().items()}
     classes = sorted(sorted(sizes, key=lambda c: -sizes[c])[: args.classes])
-    train = stratified(train_all, args.per_class, classes, rng)
-    test = stratified(test_all, args.test_per_class, classes, rng)
-    real = tfidf_accuracy(train.texts, train.labels, test.texts, test.labels)
-    rows.append((name, "real documents (ceiling)", "—", f"{real:.3f}", "", ""))
-    print(f"{name}: {len(train)} train / {len(test)} test, classes {classes}; real {real:.3f}",
-          flush=True)
-    for eps in args.eps:
-        cfg = DPFTConfig(epochs=args.epochs, batch_size=args.batch_size,
-                         max_length=args.max_length, learning_rate=args.lr)
-        t0 = time.time()
-        gen = DPFineTuneGenerator(eps, args.delta, config=cfg, seed=args.seed,
-                                  progress=False).fit(train)
-        t_fit = time.time() - t0
-        docs = gen.generate(len(train), sampling=SamplingConfig(max_new_tokens=args.new_tokens),
+    keep = [i for i, y in enumerate(data.test.labels) if y in classes]
+    test = dataclasses.replace(data.test, texts=tuple(data.test.texts[i] for i in keep),
+                               labels=tuple(data.test.labels[i] for i in keep))
+    return dataclasses.replace(data, train=subset(data.train, classes, args.per_class,
+                                                  args.seed), test=test)
+
+
+def config(args, **kw) -> DPFTConfig:
+    return DPFTConfig(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr,
+                      max_length=args.max_length, **kw)
+
+
+def dpft_row(data: BenchData, eps: float, args, *, multitask: bool = False) -> dict:
+    t0 = time.time()
+    gen = DPFineTuneGenerator(eps, args.delta, config=config(args, multitask=multitask),
+                              seed=args.seed, progress=False).fit(data.train)
+    t_fit = time.time() - t0
+    n = args.synthetic_per_class * len(data.classes)
+    sampling = SamplingConfig(max_new_tokens=args.new_tokens, batch_size=args.gen_batch)
+    rows = []
+    for pplm in ([False, True] if multitask else [False]):
+        t1 = time.time()
+        m = args.pplm_per_class * len(data.classes) if pplm else n
+        docs = gen.generate(m, sampling=sampling, pplm=pplm,
                             rng=np.random.default_rng(args.seed))
-        t_gen = time.time() - t0 - t_fit
-        acc = tfidf_accuracy([d["text"] for d in docs], [d["label"] for d in docs],
-                             test.texts, test.labels)
-        spent = gen.guarantee().epsilon if math.isfinite(eps) else math.inf
-        sigma = gen.plan_.noise_multiplier
-        rows.append((name, "dpft (SmolLM2-135M, LoRA)", _e(eps), f"{acc:.3f}",
-                     f"σ={sigma:.3g}, {gen.plan_.steps} steps, q={gen.plan_.sampling_rate:.2f},"
-                     f" spent ε={_e(spent)}" if sigma else f"no DP, {gen.plan_.steps} steps",
-                     f"fit {t_fit:.0f} s, generate {t_gen:.0f} s"))
-        print(rows[-1], "|", docs[0]["label"], "|", docs[0]["text"][:160], flush=True)
-        if math.isfinite(eps) and not args.no_kps:
-            t0 = time.time()
-            kacc = kps_accuracy(train, test, eps, args.delta, args.per_class, args.seed)
-            rows.append((name, "DP-KPS (keyphrase-only protocol)", _e(eps), f"{kacc:.3f}",
-                         "ε_vocab=0.2ε, ε_kde=0.8ε", f"{time.time() - t0:.0f} s"))
-            print(rows[-1], flush=True)
+        t_gen = time.time() - t1
+        score = downstream([d["text"] for d in docs], [d["label"] for d in docs], data)
+        plan = gen.plan_
+        rows.append({
+            "generator": ("dpft multi-task" + (" + PPLM" if pplm else "")) if multitask
+            else "dpft", "epsilon": eps, **score, "documents": m,
+            "spent_epsilon": gen.guarantee().epsilon if math.isfinite(eps) else math.inf,
+            "sigma": plan.noise_multiplier, "steps": plan.steps, "q": plan.sampling_rate,
+            "fit_s": t_fit, "generate_s": t_gen,
+            "final_loss": float(np.nanmean(gen.train_log_["loss"][-5:])),
+            "sample": f"[{docs[0]['label']}] {docs[0]['text'][:120]}"})
+    return rows
 
 
-def run_canaries(args, rng):
+def base_row(data: BenchData, args) -> list[dict]:
+    """The control: the base model, not fine-tuned, prompted with each label's codes.
+    Uses the label names only (public, as in every row), no document."""
+    from dptext.generators.dpft.codes import LABEL_FIELD, format_codes
+    from dptext.generators.dpft.model import load_base
+    from dptext.generators.dpft.sample import generate
+
+    lm, tok = load_base(dtype=config(args).dtype)
+    labels = [c for c in data.classes for _ in range(args.synthetic_per_class)]
+    t0 = time.time()
+    texts = generate(lm, tok, [format_codes({LABEL_FIELD: y}) for y in labels],
+                     SamplingConfig(max_new_tokens=args.new_tokens, batch_size=args.gen_batch),
+                     seed=args.seed)
+    score = downstream(texts, labels, data)
+    return [{"generator": "SmolLM2 base, not fine-tuned (codes as prompt)", "epsilon": 0.0,
+             **score, "documents": len(texts), "seconds": time.time() - t0,
+             "sample": f"[{labels[0]}] {texts[0][:120]}"}]
+
+
+def kps_row(data: BenchData, eps: float, args) -> list[dict]:
+    n = args.synthetic_per_class * len(data.classes)
+    with _llm_lock(args.llm_lock):
+        run = kps_documents(data, eps, n, work_dir=args.work_dir / "kps", delta=args.delta,
+                            seed=args.seed)
+    score = downstream([t for t, _ in run.docs], [y for _, y in run.docs], data)
+    return [{"generator": "DP-KPS + LLM", "epsilon": eps, **score, "documents": len(run.docs),
+             "spent_epsilon": run.epsilon, "seconds": run.seconds,
+             "sample": f"[{run.docs[0][1]}] {run.docs[0][0][:120]}"}]
+
+
+def real_row(data: BenchData, args) -> list[dict]:
+    rng = np.random.default_rng(args.seed)
+    members = data.train.class_indices()
+    idx = np.concatenate([rng.permutation(members[c])[: args.synthetic_per_class]
+                          for c in data.classes])
+    score = downstream([data.train.texts[i] for i in idx],
+                       [data.train.labels[i] for i in idx], data)
+    return [{"generator": "real documents (not private)", "epsilon": math.inf, **score,
+             "documents": len(idx)}]
+
+
+def canary_rows(eps: float, args) -> list[dict]:
     from dptext.generators.dpft.canary import canary_experiment
 
-    train_all = read_corpus(f"demo:{args.canary_dataset}/train")
-    sizes = {c: len(v) for c, v in train_all.class_indices().items()}
-    classes = sorted(sorted(sizes, key=lambda c: -sizes[c])[: args.classes])
-    train = stratified(train_all, args.canary_per_class, classes, rng)
-    cfg = DPFTConfig(epochs=args.canary_epochs, batch_size=args.batch_size,
-                     max_length=args.max_length, learning_rate=args.lr)
+    data = bench_data(args.canary_dataset, _with(args, per_class=args.canary_per_class))
     t0 = time.time()
-    rows = canary_experiment(train, [8.0, math.inf], delta=args.delta, config=cfg,
-                             seed=args.seed)
-    return rows, len(train), time.time() - t0
+    rows = canary_experiment(data.train, [eps], delta=args.delta,
+                             config=config(args), seed=args.seed)
+    for r in rows:
+        r.update(documents=len(data.train), fit_s=time.time() - t0)
+    return rows
+
+
+@contextlib.contextmanager
+def _llm_lock(path: Path | None):
+    """Hold ``path`` (flock) while the shared LLM runs, if asked to."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _lock_busy(path: Path | None) -> bool:
+    """Whether another process holds ``path`` now (then the LLM rows wait till the end)."""
+    if path is None:
+        return False
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def _with(args, **kw):
+    return argparse.Namespace(**{**vars(args), **kw})
 
 
 def _e(x) -> str:
     return "∞" if not math.isfinite(x) else f"{x:.3g}"
 
 
+def tasks(args):
+    """(key, thunk, uses the shared LLM) in the order they run: the claims first."""
+    out = []
+    data: dict[str, BenchData] = {}
+
+    def get(name):
+        if name not in data:
+            data[name] = bench_data(name, args)
+        return data[name]
+
+    for name in args.datasets:
+        out.append((f"{name}|real", lambda n=name: real_row(get(n), args), False))
+        for eps in args.eps:
+            out.append((f"{name}|dpft|{_e(eps)}",
+                        lambda n=name, e=eps: dpft_row(get(n), e, args), False))
+        out.append((f"{name}|base", lambda n=name: base_row(get(n), args), False))
+        if not args.no_canary and name == args.datasets[0]:
+            for eps in (8.0, math.inf):
+                out.append((f"canary|{_e(eps)}", lambda e=eps: canary_rows(e, args), False))
+        if not args.no_kps:
+            for eps in (e for e in args.eps if math.isfinite(e)):
+                out.append((f"{name}|kps|{_e(eps)}",
+                            lambda n=name, e=eps: kps_row(get(n), e, args), True))
+        if args.multitask_eps is not None and name == args.datasets[0]:
+            out.append((f"{name}|multitask|{_e(args.multitask_eps)}",
+                        lambda n=name: dpft_row(get(n), args.multitask_eps, args,
+                                                multitask=True), False))
+    return out
+
+
+def render(results: dict, args) -> str:
+    body = [
+        f"Private corpus per dataset: the {args.classes} largest classes × {args.per_class} "
+        f"training documents (stratified, seed {args.seed}), each truncated to "
+        f"{args.max_length} tokens (codes included) and one DP-SGD sample. dpft: "
+        f"SmolLM2-135M (bf16 base, fp32 LoRA r=4 on q/v), {args.epochs:g} epochs, expected "
+        f"Poisson batch {args.batch_size}, lr {args.lr:g}, clip 1.0, δ = {args.delta:g} "
+        "(5 % of ε and 10 % of δ to the control-code histogram); "
+        f"{args.new_tokens} new tokens, top-k 50, top-p 0.95. Every generator yields "
+        f"{args.synthetic_per_class} documents per class (codes drawn from the released "
+        "histogram for dpft); DP-KPS + LLM: `synthetic_protocol.kps_documents` (dptext "
+        "defaults, the shared local LLM) fitted on the same private subset. Accuracy and "
+        "macro-F1: `synthetic_protocol.downstream` (MiniLM + MLP head trained on the "
+        f"synthetic set, tested on the shared real test sample of those classes); chance "
+        f"= {1 / args.classes:.2f}. Torch threads: {args.threads}.",
+    ]
+    for name in args.datasets:
+        rows = []
+        for key, rs in results.items():
+            if not key.startswith(name + "|"):
+                continue
+            for r in rs:
+                train = ""
+                if r.get("steps"):
+                    train = (f"σ={r['sigma']:.3g}, " if r.get("sigma") else "no DP, ") + \
+                        f"{r['steps']} steps, q={r['q']:.3f}, loss {r['final_loss']:.2f}"
+                t = (f"fit {r['fit_s']:.0f} s, generate {r['generate_s']:.0f} s"
+                     if "fit_s" in r else f"{r['seconds']:.0f} s" if "seconds" in r else "")
+                spent = r.get("spent_epsilon")
+                rows.append([r["generator"], _e(r["epsilon"]),
+                             "—" if spent is None else _e(spent), r["documents"],
+                             r["accuracy"], r["macro_f1"], train, t])
+        if rows:
+            body += ["", f"**{name}**", "", markdown_table(
+                ["generator", "ε target", "ε spent", "docs", "accuracy", "macro-F1",
+                 "DP-SGD", "time"], rows)]
+    canary = [r for k, rs in results.items() if k.startswith("canary|") for r in rs]
+    if canary:
+        body += ["", f"**Canary exposure** ({args.canary_dataset}: {args.classes} × "
+                 f"{args.canary_per_class} documents + three canaries inserted 1, 10 and 100 "
+                 "times; same training settings). Rank of the true 4-digit secret among all "
+                 "10,000 candidates by the fine-tuned model's likelihood (1 = memorised, "
+                 "~5,000 = chance); exposure = log2(10,000) − log2(rank).", "",
+                 markdown_table(["ε", "insertions", "rank", "exposure", "fit"],
+                                [[_e(r["epsilon"]), r["insertions"], r["secret_rank"],
+                                  f"{r['exposure']:.2f}", f"{r['fit_s']:.0f} s"]
+                                 for r in canary])]
+    missing = [t[0] for t in tasks(args) if t[0] not in results]
+    if missing:
+        body += ["", f"Not run yet: {', '.join(missing)} — the same command continues "
+                 "from the saved rows."]
+    samples = [(k, r["sample"]) for k, rs in results.items() for r in rs if r.get("sample")]
+    if samples:
+        body += ["", "First generated document of each row (truncated):", ""]
+        body += [f"* {k}: {s!r}" for k, s in samples]
+    return "\n".join(body)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", nargs="*", default=["bbc-news", "health-tweets"])
-    ap.add_argument("--eps", nargs="+", type=float, default=[4.0, 8.0, math.inf])
+    ap.add_argument("--eps", nargs="+", type=float, default=[math.inf, 8.0, 4.0])
     ap.add_argument("--classes", type=int, default=4)
-    ap.add_argument("--per-class", type=int, default=30)
-    ap.add_argument("--test-per-class", type=int, default=100)
-    ap.add_argument("--epochs", type=float, default=1.0)
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--per-class", type=int, default=80)
+    ap.add_argument("--synthetic-per-class", type=int, default=50)
+    ap.add_argument("--test-docs", type=int, default=2000)
+    ap.add_argument("--epochs", type=float, default=4.0)
+    ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--max-length", type=int, default=48)
     ap.add_argument("--new-tokens", type=int, default=40)
+    ap.add_argument("--gen-batch", type=int, default=64)
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--canary-dataset", default="health-tweets")
-    ap.add_argument("--canary-per-class", type=int, default=10)
-    ap.add_argument("--canary-epochs", type=float, default=1.0)
+    ap.add_argument("--canary-per-class", type=int, default=50)
     ap.add_argument("--no-canary", action="store_true")
     ap.add_argument("--no-kps", action="store_true")
+    ap.add_argument("--multitask-eps", type=float, default=8.0,
+                    help="ε of the multi-task + PPLM row (on the first dataset)")
+    ap.add_argument("--no-multitask", dest="multitask_eps", action="store_const", const=None)
+    ap.add_argument("--pplm-per-class", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; on a shared machine 1 is steadier than 2")
+    ap.add_argument("--llm-lock", type=Path, help="flock this file while the LLM runs")
+    ap.add_argument("--work-dir", type=Path,
+                    default=Path(tempfile.gettempdir()) / "dptext-bench-dpft",
+                    help="results.json and KPS journals; a re-run skips finished rows")
+    ap.add_argument("--only", help="run only the rows whose key contains this (e.g. kps)")
+    ap.add_argument("--only-write", action="store_true",
+                    help="render the rows in results.json without running anything")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--write", action="store_true", help="record into docs/benchmarks.md")
     ap.add_argument("--name", default="dpft", help="docs/benchmarks.md section name")
     args = ap.parse_args()
     if args.quick:
-        args.datasets, args.eps, args.per_class, args.test_per_class = (
-            args.datasets[:1], [8.0], 4, 10)
-        args.new_tokens, args.no_canary = 8, True
-    rng = np.random.default_rng(args.seed)
-    started = time.time()
-    rows: list[tuple] = []
-    for name in args.datasets:
-        run_dataset(name, args, rng, rows)
-    canary_rows = None
-    if not args.no_canary:
-        canary_rows, n_canary, t_canary = run_canaries(args, rng)
-        print(canary_rows, flush=True)
-    body = [
-        f"Subsets: {args.classes} largest classes, {args.per_class} training documents per "
-        f"class (stratified), {args.test_per_class} real test documents per class; documents "
-        f"truncated to {args.max_length} tokens (codes included); {args.epochs:g} epoch(s), "
-        f"expected batch {args.batch_size}, lr {args.lr:g}, LoRA r=4 on q/v, clip 1.0, "
-        f"δ = {args.delta:g} (5 % of ε and 10 % of δ to the control-code histogram); "
-        f"{args.new_tokens} new tokens per document, top-k 50, top-p 0.95; as many synthetic "
-        "documents as training documents. Accuracy: TF-IDF + logistic regression trained on "
-        "the synthetic set, tested on the real test documents. DP-KPS: keyphrase-only "
-        "protocol (MiniLM + logistic regression on keyphrase lists), not documents.",
-        "",
-        "| data | generator | ε | accuracy | privacy / training | time |",
-        "|---|---|---|---|---|---|",
-        *[f"| {' | '.join(r)} |" for r in rows],
-    ]
-    if canary_rows is not None:
-        body += [
-            "",
-            f"Canary exposure ({args.canary_dataset}, {n_canary} documents + canaries "
-            f"inserted 1, 10 and 100 times, {args.canary_epochs:g} epoch(s), "
-            f"{t_canary:.0f} s): rank of the true 4-digit secret among all 10,000 "
-            "candidates by the model's likelihood (1 = memorised; ~5,000 = chance), "
-            "exposure = log2(10,000) − log2(rank).",
-            "",
-            "| ε | insertions | rank | exposure |",
-            "|---|---|---|---|",
-            *[f"| {_e(r['epsilon'])} | {r['insertions']} | {r['secret_rank']} | "
-              f"{r['exposure']:.2f} |" for r in canary_rows],
-        ]
-    body.append("")
-    body.append(f"Total wall time {time.time() - started:.0f} s.")
-    text = "\n".join(body)
+        args.datasets, args.eps, args.per_class, args.synthetic_per_class = (
+            args.datasets[:1], [8.0], 8, 4)
+        args.canary_per_class, args.pplm_per_class, args.test_docs = 4, 2, 200
+        args.new_tokens, args.no_kps, args.epochs = 8, True, 1.0
+        args.work_dir, args.write = args.work_dir / "quick", False
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    res_file = args.work_dir / "results.json"
+    results = json.loads(res_file.read_text()) if res_file.exists() else {}
+    if not args.only_write:
+        todo = [t for t in tasks(args) if t[0] not in results and (args.only or "") in t[0]]
+        while todo:
+            i = next((i for i, t in enumerate(todo) if not (t[2] and _lock_busy(args.llm_lock))),
+                     0)  # an LLM row waits while another process holds the lock, if it can
+            key, run, _ = todo.pop(i)
+            t0 = time.time()
+            results[key] = run()
+            if res_file.exists():  # keep rows another invocation (--only) saved meanwhile
+                results = {**json.loads(res_file.read_text()), **results}
+            res_file.write_text(json.dumps(results, indent=1))
+            print(f"{key}: {time.time() - t0:.0f} s", json.dumps(results[key])[:600],
+                  flush=True)
+    text = render(results, args)
     print(text)
-    if not args.no_record:
-        title = "dpft: DP fine-tuning (SmolLM2-135M + LoRA, DP-SGD)"
-        record(args.name, f"{title} — {', '.join(args.datasets) or 'canaries'}", text)
+    if args.write:
+        # the recorded command is the one that runs (or resumes) these rows: drop the
+        # render-only flag and the machine-local lock path
+        drop = {"--only-write"}
+        argv = [a for i, a in enumerate(sys.argv)
+                if a not in drop and a != "--llm-lock" and sys.argv[i - 1] != "--llm-lock"]
+        sys.argv[:] = argv
+        record(args.name, TITLE, text)
 
 
 if __name__ == "__main__":

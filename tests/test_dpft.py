@@ -102,6 +102,49 @@ def test_encode_truncates_one_sample_per_document(tiny):
     assert docs[1][0][-1] == tok.eos_token_id
 
 
+def test_bf16_base_keeps_per_document_gradients_fp32(tiny):
+    """A bf16 base: LoRA and head stay fp32, so Opacus clips fp32 per-document gradients,
+    and the losses (fp32 logits) agree with the fp32 model's to bf16 precision."""
+    import torch
+    from opacus import GradSampleModule
+
+    from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig, pplm_generate
+    from dptext.generators.dpft.train import DPFTConfig, DPFTModule, add_lora, encode, pad_batch
+
+    lm, tok = tiny()
+    cfg = DPFTConfig()
+    ref = DPFTModule(add_lora(lm, cfg), n_classes=2)
+    lm16, _ = tiny()
+    mod = DPFTModule(add_lora(lm16.to(torch.bfloat16), cfg), n_classes=2)
+    mod.load_state_dict({k: v for k, v in ref.state_dict().items() if "lora_" in k
+                         or k.startswith("head.")}, strict=False)
+    trainable = [p for p in mod.parameters() if p.requires_grad]
+    assert trainable and all(p.dtype == torch.float32 for p in trainable)
+    c = _corpus(8)
+    ids, att, text = pad_batch(encode(tok, ["label: x"] * 8, c.texts, 24), tok.pad_token_id)
+    with torch.no_grad():
+        want, got = ref.lm_losses(ids, att, text), mod.lm_losses(ids, att, text)
+    assert got.dtype == torch.float32
+    assert torch.allclose(got, want, rtol=0.02)
+    gsm = GradSampleModule(mod, loss_reduction="sum")
+    gsm(ids, att, text, cls_ids=ids, cls_att=att, cls_text=text,
+        labels=torch.zeros(8, dtype=torch.long)).sum().backward()
+    assert all(p.grad_sample.dtype == torch.float32 and p.grad_sample.shape[0] == 8
+               for p in trainable)
+    gsm._close()
+    out = pplm_generate(mod.lm, mod.head, tok, ["label: x"] * 2, [1, 0],
+                        SamplingConfig(max_new_tokens=3), PPLMConfig(iterations=1))
+    assert len(out) == 2
+
+
+def test_load_base_rejects_an_unknown_dtype():
+    from dptext.corpus import InputError
+    from dptext.generators.dpft.model import load_base
+
+    with pytest.raises(InputError, match="dtype"):
+        load_base(dtype="int8")
+
+
 def test_fit_generate_report_save_load(tiny, tmp_path):
     from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 

@@ -47,6 +47,10 @@ def dpft(
         help="Tokens per document (codes included); longer documents are truncated, each "
         "document stays one DP-SGD sample.", rich_help_panel=DPFT)] = 128,
     max_grad_norm: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1.0,
+    dtype: Annotated[str, typer.Option(
+        help="dtype of the frozen base weights: bfloat16 (about 2x faster on CPUs with "
+        "AVX512-BF16) or float32; LoRA and the head train in float32 either way.",
+        rich_help_panel=DPFT)] = "bfloat16",
     metadata: Annotated[str | None, typer.Option(
         help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
         rich_help_panel=DPFT)] = None,
@@ -83,7 +87,7 @@ def dpft(
             console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
                           "is NOT PRIVATE[/bold red]")
         cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                         max_length=max_length, max_grad_norm=max_grad_norm,
+                         max_length=max_length, max_grad_norm=max_grad_norm, dtype=dtype,
                          multitask=multitask or pplm)
         report = run_dpft(corpus, o.ensure_parent(out), epsilon=eps, delta=delta,
                           n_documents=documents, model=model, config=cfg,

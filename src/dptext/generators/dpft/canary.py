@@ -77,14 +77,14 @@ def secret_log_probs(lm, tok, prompt_ids: list[int], batch: int = 250) -> np.nda
     lm.eval()
     ids = torch.tensor([prompt_ids])
     out = lm(input_ids=ids, use_cache=True)
-    first = torch.log_softmax(out.logits[0, -1], -1)[digits]  # (10,)
+    first = torch.log_softmax(out.logits[0, -1].float(), -1)[digits]  # (10,)
     prefixes = torch.tensor([[digits[int(c)] for c in f"{v:03d}"] for v in range(1000)])
     scores = np.zeros(N_CANDIDATES)
     for s in range(0, 1000, batch):
         chunk = prefixes[s: s + batch]
         cache = _repeat_cache(out.past_key_values, len(chunk))
         o = lm(input_ids=chunk, past_key_values=cache, use_cache=False)
-        logp = torch.log_softmax(o.logits, -1)[..., digits]  # (b, 3, 10)
+        logp = torch.log_softmax(o.logits.float(), -1)[..., digits]  # (b, 3, 10)
         for j in range(len(chunk)):
             v = s + j
             d1, d2, d3 = v // 100, (v // 10) % 10, v % 10

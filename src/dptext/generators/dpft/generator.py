@@ -88,7 +88,7 @@ class DPFineTuneGenerator:
             raise ValueError(f"epsilon must be positive (or inf), got {self.epsilon}")
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)
-        lm, tok = base if base is not None else load_base(self.model)
+        lm, tok = base if base is not None else load_base(self.model, cfg.dtype)
         self.tokenizer_ = tok
         lm = add_lora(lm, cfg)
         domains = code_domains(codes, self.code_values)
@@ -237,7 +237,7 @@ class DPFineTuneGenerator:
                   metadata_fields=meta["metadata_fields"], progress=progress)
         gen._restore_plan(meta)
         gen.classes_ = meta["classes"]
-        lm, tok = base if base is not None else load_base(model)
+        lm, tok = base if base is not None else load_base(model, gen.config.dtype)
         gen.tokenizer_ = tok
         lm = add_lora(lm, gen.config)
         n_cls = len(gen.classes_) if gen.config.multitask else 0

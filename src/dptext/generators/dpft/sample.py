@@ -26,7 +26,7 @@ class SamplingConfig:
     top_k: int = 50
     top_p: float = 0.95
     temperature: float = 1.0
-    batch_size: int = 16
+    batch_size: int = 64  # rows decoded together; on a CPU 64 costs ~0.7x per row of 16
 
 
 @dataclass(frozen=True)
@@ -130,21 +130,21 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
             ou = lm(input_ids=unc, past_key_values=pkv_u, use_cache=True,
                     output_hidden_states=True)
         pkv_c, pkv_u = oc.past_key_values, ou.past_key_values
-        h_c = oc.hidden_states[-1][:, -1]
-        h_u = ou.hidden_states[-1][:, -1]
-        base = torch.log_softmax(oc.logits[:, -1] / cfg.temperature, -1)
+        h_c = oc.hidden_states[-1][:, -1].float()  # Δ and the head work in fp32
+        h_u = ou.hidden_states[-1][:, -1].float()
+        base = torch.log_softmax(oc.logits[:, -1].float() / cfg.temperature, -1)
         delta = torch.zeros_like(h_c, requires_grad=True)
         for _ in range(pp.iterations):
             pooled = (pooled_sum + h_u + delta) / (count + 1)
             cls_loss = nn.functional.cross_entropy(head(pooled), target)
-            logp = torch.log_softmax(out_emb(h_c + delta) / cfg.temperature, -1)
+            logp = torch.log_softmax(_logits(out_emb, h_c + delta) / cfg.temperature, -1)
             kl = (logp.exp() * (logp - base)).sum(-1).mean()
             loss = cls_loss + pp.kl_scale * kl
             (grad,) = torch.autograd.grad(loss, delta)
             with torch.no_grad():
                 delta -= pp.step_size * grad / (grad.norm(dim=-1, keepdim=True) + 1e-10)
         with torch.no_grad():
-            pert = torch.log_softmax(out_emb(h_c + delta) / cfg.temperature, -1)
+            pert = torch.log_softmax(_logits(out_emb, h_c + delta) / cfg.temperature, -1)
             fused = pp.gm_scale * pert + (1 - pp.gm_scale) * base
             probs = torch.softmax(filter_logits(fused, cfg.top_k, cfg.top_p), -1)
             nxt = torch.multinomial(probs, 1)
@@ -156,3 +156,8 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
             break
         cond, unc = nxt, nxt
     return _stop_rows(torch.cat(generated, 1), tok.eos_token_id)
+
+
+def _logits(out_emb: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
+    """The LM head on an fp32 hidden state, whatever the base weights' dtype."""
+    return out_emb(hidden.to(out_emb.weight.dtype)).float()

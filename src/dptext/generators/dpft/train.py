@@ -36,6 +36,7 @@ class DPFTConfig:
     batch_size: int = 16  # expected Poisson batch size
     learning_rate: float = 1e-3
     max_length: int = 128  # tokens per document, codes included; longer ones are truncated
+    dtype: str = "bfloat16"  # frozen base weights (see model.load_base); adapters stay fp32
     max_grad_norm: float = 1.0
     lora_r: int = 4
     lora_alpha: int = 32
@@ -99,7 +100,7 @@ class DPFTModule(nn.Module):
 
     def lm_losses(self, ids, att, text):
         out = self.lm(input_ids=ids, attention_mask=att)
-        logits = out.logits[:, :-1]
+        logits = out.logits[:, :-1].float()
         target = ids[:, 1:]
         mask = text[:, 1:].float()
         ce = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
@@ -110,7 +111,7 @@ class DPFTModule(nn.Module):
         hidden = self.lm(input_ids=ids, attention_mask=att, output_hidden_states=True
                          ).hidden_states[-1]
         m = text.unsqueeze(-1).float()
-        return (hidden * m).sum(1) / m.sum(1).clamp(min=1)
+        return (hidden.float() * m).sum(1) / m.sum(1).clamp(min=1)
 
     def forward(self, ids, att, text, cls_ids=None, cls_att=None, cls_text=None, labels=None,
                 cls_weight: float = 1.0):
