@@ -14,7 +14,7 @@ Downstream: the protocol's MLP head on MiniLM embeddings, tested on real test do
 Every finished row is kept in ``<work>/results.json`` and the table is rewritten after each
 row, so a killed benchmark resumes where it stopped (LLM completions are journaled too).
 
-    python benchmarks/bench_pate.py --llm-lock /tmp/dptext-llm.lock   # ~40 min, 2 cores
+    python benchmarks/bench_pate.py --llm-lock LOCKFILE   # ~40 min on 2 cores
     python benchmarks/bench_pate.py --quick --no-record               # a smoke run
 
 ``--llm-lock`` holds that file (flock) while the shared LLM runs, so that LLM benchmarks
