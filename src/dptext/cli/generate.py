@@ -140,7 +140,8 @@ def generate(
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
     (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft';
-    --method augpe: the Aug-PE baseline, see 'dptext augpe' for all its options)."""
+    --method augpe: the Aug-PE baseline, see 'dptext augpe' for all its options;
+    --method pate: PATE-style augmentation, see 'dptext pate')."""
     if method == "dpft":
         from dptext.cli.dpft import dpft
 
