@@ -23,7 +23,6 @@ whatever rows exist into docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import fcntl
 import json
@@ -41,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from dptext.corpus import Corpus
 from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 from record import markdown_table, record
-from synthetic_protocol import BenchData, downstream, kps_documents, load_data
+from synthetic_protocol import BenchData, downstream, kps_documents, llm_lock, load_data
 
 TITLE = "dpft: DP fine-tuning (SmolLM2-135M + LoRA, DP-SGD)"
 
@@ -120,7 +119,7 @@ def base_row(data: BenchData, args) -> list[dict]:
 
 def kps_row(data: BenchData, eps: float, args) -> list[dict]:
     n = args.synthetic_per_class * len(data.classes)
-    with _llm_lock(args.llm_lock):
+    with llm_lock(args.llm_lock):
         run = kps_documents(data, eps, n, work_dir=args.work_dir / "kps", delta=args.delta,
                             seed=args.seed)
     score = downstream([t for t, _ in run.docs], [y for _, y in run.docs], data)
@@ -150,20 +149,6 @@ def canary_rows(eps: float, args) -> list[dict]:
     for r in rows:
         r.update(documents=len(data.train), fit_s=time.time() - t0)
     return rows
-
-
-@contextlib.contextmanager
-def _llm_lock(path: Path | None):
-    """Hold ``path`` (flock) while the shared LLM runs, if asked to."""
-    if path is None:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _lock_busy(path: Path | None) -> bool:

@@ -25,8 +25,6 @@ teachers, downstream scores) runs beside them.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import sys
 import time
@@ -45,6 +43,7 @@ from synthetic_protocol import (
     BenchData,
     downstream,
     kps_documents,
+    llm_lock,
     load_data,
     shared_backend,
 )
@@ -70,20 +69,6 @@ class MemoEmbedder:
         if todo:
             self.memo.update(zip(todo, np.asarray(self.inner.encode(todo)), strict=True))
         return np.stack([self.memo[t] for t in texts])
-
-
-@contextlib.contextmanager
-def llm_lock(path: str | None):
-    """Hold ``path`` (flock) while the shared LLM runs, if asked to."""
-    if path is None:
-        yield
-        return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def pate_row(data: BenchData, eps: float, per_class: int, teachers: int, args, work: Path,

@@ -9,12 +9,16 @@ tables can be read side by side:
 * ``kps_documents`` — DP-KPS end to end at a total ε: dptext's default seeder, then one
   LLM document per DP keyphrase sequence, journaled in ``work_dir`` (a killed benchmark
   resumes without repeating prompts);
+* ``llm_lock`` — hold a lock file while the LLM runs, so that benchmarks sharing one
+  machine take turns instead of halving each other's speed;
 * ``downstream`` — the one downstream classifier: MiniLM embeddings + the evaluation
   suite's three-layer MLP head, trained on the synthetic set, tested on the real test set.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import sys
 import time
@@ -75,6 +79,20 @@ def shared_backend(spec: str = BENCH_LLM):
     from dptext.llm import make_backend
 
     return make_backend(spec)
+
+
+@contextlib.contextmanager
+def llm_lock(path: str | Path | None):
+    """Hold ``path`` (flock) while the shared LLM runs, if asked to."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @lru_cache(maxsize=1)
