@@ -1,13 +1,16 @@
 """dpft's private randomness and what its run leaves behind (issue: privacy hardening):
 the Poisson sampling and the DP-SGD noise come from generators no public seed touches;
 no file of a run holds a sampling seed, a generator state or a batch loss; a resumed
-run still does exactly the planned steps."""
+run still does exactly the planned steps; the corpus's budget is charged before the
+first release (and ε = ∞ exhausts it)."""
 
 from __future__ import annotations
 
 import json
+import math
 import struct
 
+import numpy as np
 import pytest
 
 pytest.importorskip("opacus")
@@ -160,3 +163,90 @@ def test_resume_after_an_interruption_does_exactly_the_planned_steps(tiny, tmp_p
     sgd = next(r for r in gen.ledger_.releases if r.mechanism == "dp-sgd")
     assert sgd.steps == steps and sgd.sampling_rate == gen.plan_.sampling_rate
     assert gen.guarantee().epsilon <= 6.0
+
+
+# ---------------------------------------------------------------- the corpus's budget
+def _cli_corpus(tmp_path, n=16):
+    from dptext.corpus import write_jsonl
+
+    c = _corpus(n)
+    path = tmp_path / "in.jsonl"
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                path)
+    return path
+
+
+def _dpft_cli(path, out, epsilon, *extra):
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+
+    return CliRunner().invoke(app, [
+        "dpft", "--epsilon", epsilon, "-i", str(path), "--label-column", "label",
+        "-o", str(out), "--documents", "2", "--epochs", "0.25", "--batch-size", "4",
+        "--max-length", "16", "--max-new-tokens", "3", "--no-progress", *extra])
+
+
+def _runs(path):
+    from dptext.corpus import read_corpus
+    from dptext.privacy.budget import CorpusBudget, corpus_fingerprint
+
+    c = read_corpus(path, label_column="label")
+    return CorpusBudget.open(corpus_fingerprint(c.texts, c.labels))
+
+
+def test_dpft_charges_the_corpus_before_any_model_is_loaded(tiny, tmp_path, monkeypatch):
+    import dptext.generators.dpft.generator as gen_mod
+
+    path = _cli_corpus(tmp_path)
+    loads = []
+
+    def load(*a, **k):
+        loads.append(1)
+        return tiny()
+
+    monkeypatch.setattr(gen_mod, "load_base", load)
+    r = _dpft_cli(path, tmp_path / "a.jsonl", "4", "--budget-total", "4.2")
+    assert r.exit_code == 0, r.output
+    budget = _runs(path)
+    assert [run["command"] for run in budget.runs] == ["dpft"]
+    assert budget.spent().epsilon == pytest.approx(4.0)
+    # a second run at ε = 2 would take the corpus to 6 > 4.2: refused before the model
+    loads.clear()
+    r = _dpft_cli(path, tmp_path / "b.jsonl", "2")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
+    assert loads == [] and not (tmp_path / "b.jsonl.run").exists()
+    assert len(_runs(path).runs) == 1
+
+
+def test_a_dpft_run_killed_after_the_charge_stays_charged(tmp_path, monkeypatch):
+    import dptext.generators.dpft.generator as gen_mod
+
+    def killed(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gen_mod, "load_base", killed)
+    path = _cli_corpus(tmp_path)
+    r = _dpft_cli(path, tmp_path / "a.jsonl", "4", "--budget-total", "10")
+    assert r.exit_code != 0
+    assert _runs(path).spent().epsilon == pytest.approx(4.0)
+
+
+def test_an_infinite_epsilon_dpft_run_exhausts_the_budget(tiny, tmp_path, monkeypatch):
+    import dptext.generators.dpft.generator as gen_mod
+
+    monkeypatch.setattr(gen_mod, "load_base", lambda *a, **k: tiny())
+    path = _cli_corpus(tmp_path)
+    r = _dpft_cli(path, tmp_path / "a.jsonl", "inf")
+    assert r.exit_code == 0, r.output
+    budget = _runs(path)
+    assert len(budget.runs) == 1 and math.isinf(budget.spent().epsilon)
+    r = _dpft_cli(path, tmp_path / "b.jsonl", "1", "--budget-total", "100")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
+    # with a total, ε = ∞ itself is refused unless the overrun is asked for
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    other = _cli_corpus(fresh, 14)  # another corpus: its own, empty ledger
+    r = _dpft_cli(other, fresh / "a.jsonl", "inf", "--budget-total", "100")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
+    assert np.isinf(_runs(path).spent().epsilon) and _runs(other).runs == []

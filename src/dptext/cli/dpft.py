@@ -69,6 +69,8 @@ def dpft(
     skip_invalid: o.SkipInvalid = False,
     seed: o.Seed = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
     from dptext.corpus import read_corpus
@@ -86,6 +88,10 @@ def dpft(
         if not math.isfinite(eps):
             console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
                           "is NOT PRIVATE[/bold red]")
+        def charge(planned):  # the whole plan, before any model is loaded or release made
+            o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
+                          command="dpft", parameters={"epsilon": epsilon, "delta": delta})
+
         cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                          max_length=max_length, max_grad_norm=max_grad_norm, dtype=dtype,
                          multitask=multitask or pplm)
@@ -93,7 +99,8 @@ def dpft(
                           n_documents=documents, model=model, config=cfg,
                           sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
                                                   top_p=top_p),
-                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress)
+                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress,
+                          charge=charge)
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
                       f"report: {report_path(out)}")

@@ -183,3 +183,17 @@ def user_errors():
 def ensure_parent(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def charge_plan(corpus, total: float | None, planned, allow_overrun: bool, *, command: str,
+                parameters: dict):
+    """The budget policy of every method: before the run's first release, its whole plan
+    (``planned``: the releases it will make, or ``budget.planned_run``) is checked against
+    the corpus's persistent budget AND charged to it, so a run that fails, is killed or is
+    abandoned afterwards is still counted. A resumed run charges nothing again."""
+    from dptext.privacy import PrivacyLedger
+
+    budget = corpus_budget(corpus, total, planned, allow_overrun)
+    commit_budget(budget, PrivacyLedger(releases=list(planned)), command=command,
+                  parameters=parameters, allow_overrun=allow_overrun)
+    return budget

@@ -230,3 +230,21 @@ class CorpusBudget:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def planned_run(name: str, epsilon: float, delta: float) -> Release:
+    """A run's whole plan as one record, for charging a corpus before its first release
+    when the run's releases are not fixed yet (dpft solves its DP-SGD noise from a
+    released corpus size): an ``(ε, δ)`` block composed by basic composition, or, for
+    ε = ∞, a record without DP that leaves the corpus's budget exhausted."""
+    from dptext.privacy.ledger import BLOCK_MECHANISM, NOT_PRIVATE_MECHANISM
+    from dptext.privacy.mechanisms import NEIGHBOURING
+
+    private = math.isfinite(epsilon)
+    return Release(
+        name=name, mechanism=BLOCK_MECHANISM if private else NOT_PRIVATE_MECHANISM,
+        neighbouring=NEIGHBOURING, sensitivity_norm="L2", sensitivity=0.0,
+        sensitivity_reason="not applicable: the whole run, charged as its (ε, δ) guarantee"
+        if private else "not applicable: no DP (ε = ∞)",
+        noise_scale=0.0, noise_multiplier=0.0, dimension=0,
+        epsilon=epsilon if private else math.inf, delta=delta if private else 1.0)

@@ -1,0 +1,81 @@
+"""One budget policy for every method: the run's whole plan is checked and charged to the
+corpus's persistent budget before its first release (so a killed or abandoned run is
+still counted), and an ε = ∞ run exhausts the budget. dpft's side is in
+``test_dpft_privacy.py``; Aug-PE's in ``test_augpe_run.py``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dptext.corpus import Corpus
+from dptext.llm import LLMError, SamplingParams
+from dptext.llm.recording import RecordingBackend
+from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, compose
+from dptext.privacy import release as dp_release
+from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, planned_run
+
+
+def test_planned_runs_compose_by_their_epsilon_and_delta_and_infinity_is_not_private():
+    import numpy as np
+
+    ledger = PrivacyLedger()
+    dp_release(np.zeros(3), Sensitivity(1, 1, "one document, one cell"),
+               NoiseSpec("gaussian", 1.0, 1e-6), ledger=ledger, name="counts")
+    alone = compose(ledger.releases)
+    block = planned_run("a planned run", 2.0, 1e-5)
+    both = compose([*ledger.releases, block])
+    assert both.epsilon == pytest.approx(alone.epsilon + 2.0)
+    assert both.delta == pytest.approx(alone.delta + 1e-5)
+    none = compose([*ledger.releases, planned_run("no DP", math.inf, 1e-5)])
+    assert math.isinf(none.epsilon) and none.delta == 1.0
+
+
+class _Dead(RecordingBackend):
+    """An LLM that is gone: the run dies at its first prompt, after its first release."""
+
+    def complete(self, prompts):
+        self.prompts.extend(prompts)
+        raise LLMError("the model server went away (simulated)")
+
+
+def _corpus() -> Corpus:
+    texts = [f"the match ended with a late goal number {i}" for i in range(12)]
+    texts += [f"shares fell on the market today by {i} percent" for i in range(12)]
+    return Corpus(tuple(texts), tuple(["sport"] * 12 + ["business"] * 12))
+
+
+def test_pate_charges_the_plan_before_its_first_release(tmp_path, monkeypatch):
+    from dptext.cli import options as o
+    from dptext.generators.pate import BudgetHooks, PateConfig, run_pate
+
+    def no_model(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("dptext.embed.load_embedder", no_model)
+    corpus = _corpus()
+
+    def hooks(total):
+        return BudgetHooks(lambda c, planned: o.charge_plan(
+            c, total, planned, False, command="pate", parameters={}))
+
+    def cfg(eps):
+        return PateConfig(epsilon=eps, documents=4, teachers=4, labels=("business", "sport"),
+                          sampling=SamplingParams(20, 0.8, 0.95))
+
+    # the first run dies at its first LLM call, after its first release: still charged
+    with pytest.raises(LLMError):
+        run_pate(lambda: corpus, tmp_path / "a.jsonl", cfg(4.0), _Dead(), progress=False,
+                 budget=hooks(4.2))
+    budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
+    assert [r["command"] for r in budget.runs] == ["pate"]
+    assert 3.99 <= budget.spent().epsilon <= 4.0 + 1e-9
+    # a second run at ε = 2 would bring the corpus to about 6 > 4.2: refused before any
+    # release, LLM call or model
+    backend = RecordingBackend()
+    with pytest.raises(BudgetExceededError, match="budget exceeded"):
+        run_pate(lambda: corpus, tmp_path / "b.jsonl", cfg(2.0), backend, progress=False,
+                 budget=hooks(None))
+    assert backend.prompts == [] and not (tmp_path / "b.jsonl.run").exists()
+    assert len(CorpusBudget.open(budget.fingerprint).runs) == 1
