@@ -250,3 +250,26 @@ def test_an_infinite_epsilon_dpft_run_exhausts_the_budget(tiny, tmp_path, monkey
     r = _dpft_cli(other, fresh / "a.jsonl", "inf", "--budget-total", "100")
     assert r.exit_code != 0 and "budget exceeded" in r.output
     assert np.isinf(_runs(path).spent().epsilon) and _runs(other).runs == []
+
+
+def test_generate_method_dpft_passes_the_budget_on(tiny, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import dptext.generators.dpft.generator as gen_mod
+    from dptext.cli import app
+
+    monkeypatch.setattr(gen_mod, "load_base", lambda *a, **k: tiny())
+    path = _cli_corpus(tmp_path)
+
+    def generate(out, epsilon, *extra):
+        return CliRunner().invoke(app, [
+            "generate", "--method", "dpft", "--epsilon", epsilon, "-i", str(path),
+            "--label-column", "label", "-o", str(out), "--total-sequences", "1",
+            "--no-progress", *extra])
+
+    r = generate(tmp_path / "a.jsonl", "4", "--budget-total", "4.2")
+    assert r.exit_code == 0, r.output
+    budget = _runs(path)
+    assert budget.total == 4.2 and budget.spent().epsilon == pytest.approx(4.0)
+    r = generate(tmp_path / "b.jsonl", "2")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
