@@ -14,7 +14,7 @@ from dptext.llm import LLMError, SamplingParams
 from dptext.llm.recording import RecordingBackend
 from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, compose
 from dptext.privacy import release as dp_release
-from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, planned_run
+from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, planned_run, settle_run
 
 
 def test_planned_runs_compose_by_their_epsilon_and_delta_and_infinity_is_not_private():
@@ -30,6 +30,26 @@ def test_planned_runs_compose_by_their_epsilon_and_delta_and_infinity_is_not_pri
     assert both.delta == pytest.approx(alone.delta + 1e-5)
     none = compose([*ledger.releases, planned_run("no DP", math.inf, 1e-5)])
     assert math.isinf(none.epsilon) and none.delta == 1.0
+
+
+def test_a_settled_run_never_costs_more_than_its_charged_block(tmp_path):
+    import numpy as np
+
+    budget = CorpusBudget.open("f" * 64)
+    budget.commit(PrivacyLedger(releases=[planned_run("plan", 2.0, 1e-5)]), command="x",
+                  run_id="r1")
+
+    def gaussian(eps):
+        ledger = PrivacyLedger()
+        dp_release(np.zeros(2), Sensitivity(1, 1, "one document, one cell"),
+                   NoiseSpec("gaussian", eps, 1e-5), ledger=ledger, name="counts")
+        return ledger.releases
+
+    assert settle_run(budget, "r1", gaussian(3.0)).epsilon == pytest.approx(2.0)  # kept
+    assert CorpusBudget.open("f" * 64).runs[0]["releases"][0]["mechanism"] == "approx-dp"
+    spent = settle_run(budget, "r1", gaussian(1.5))
+    assert spent.epsilon == pytest.approx(1.5, rel=1e-3)
+    assert CorpusBudget.open("f" * 64).runs[0]["releases"][0]["mechanism"] == "gaussian"
 
 
 class _Dead(RecordingBackend):

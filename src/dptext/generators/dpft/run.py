@@ -10,7 +10,8 @@ there without new DP noise (and with fresh secret sampling randomness).
 
 Budget: before the first release of a new run, ``charge`` receives the whole plan (the
 run's (ε, δ) as one block; ε = ∞ as a run without DP), so a killed run is still charged;
-a resumed run charges nothing.
+a resumed run charges nothing. ``charge`` may return a callable that, once the run is
+trained, replaces the block by the releases actually made (``budget.settle_run``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
              pplm: bool = False, pplm_config: PPLMConfig | None = None,
              metadata_fields: Sequence[str] = (), seed: int | None = None,
              progress: bool = True, chunk: int = 32, base=None,
-             charge: Callable[[list[Release]], Any] | None = None) -> dict[str, Any]:
+             charge: Callable[[list[Release]], Callable[[list[Release]], Any] | None]
+             | None = None) -> dict[str, Any]:
     """Fit (or resume), generate ``n_documents`` (default: as many as the DP estimate
     of the corpus size), write ``out`` (JSONL) and its privacy report; return the report.
     ``charge``: the corpus's persistent budget, called with the plan before anything else
@@ -54,11 +56,14 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
     if (model_dir / "dpft.json").exists():
         gen = DPFineTuneGenerator.load(model_dir, base=base)
     else:
+        settle = None
         if charge is not None and not (run_dir / "plan.json").exists():
-            charge([planned_run(PLAN_NAME, epsilon, delta)])  # before any model or release
+            settle = charge([planned_run(PLAN_NAME, epsilon, delta)])  # before any model
         gen = DPFineTuneGenerator(epsilon, delta, model=model, config=config,
                                   metadata_fields=metadata_fields, checkpoint_dir=run_dir,
                                   seed=seed, progress=progress).fit(corpus, base=base)
+        if settle is not None and gen.private:
+            settle(gen.ledger_.releases)  # the releases made, in place of the block
         gen.save(model_dir)
     del corpus  # generation is post-processing of the DP model and the released codes
     n = n_documents or round(gen.code_distribution_.total())
