@@ -99,3 +99,32 @@ def test_pate_charges_the_plan_before_its_first_release(tmp_path, monkeypatch):
                  budget=hooks(None))
     assert backend.prompts == [] and not (tmp_path / "b.jsonl.run").exists()
     assert len(CorpusBudget.open(budget.fingerprint).runs) == 1
+
+
+def test_cli_pate_refuses_a_run_past_the_total_before_any_release(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+    from dptext.corpus import read_corpus, write_jsonl
+
+    monkeypatch.setattr("dptext.llm.make_backend", lambda spec, **k: _Dead())
+    monkeypatch.setattr("dptext.embed.load_embedder", lambda *a, **k: pytest.fail("model"))
+    c = _corpus()
+    data = tmp_path / "in.jsonl"
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                data)
+
+    def pate(out, eps, *extra):
+        return CliRunner().invoke(app, [
+            "pate", "-i", str(data), "--label-column", "label", "--labels", "business,sport",
+            "-o", str(tmp_path / out), "--epsilon", eps, "--documents", "4", "--teachers", "4",
+            "--no-progress", "--no-cache", *extra])
+
+    r = pate("a.jsonl", "4", "--budget-total", "4.2")
+    assert r.exit_code != 0 and "went away" in r.output  # died at its first LLM call
+    read = read_corpus(data, label_column="label")
+    budget = CorpusBudget.open(corpus_fingerprint(read.texts, read.labels))
+    assert 3.99 <= budget.spent().epsilon <= 4.0 + 1e-9 and budget.total == 4.2
+    r = pate("b.jsonl", "2")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
+    assert not (tmp_path / "b.jsonl.run").exists()
