@@ -270,6 +270,8 @@ def secret_generator() -> torch.Generator:
     words = torch.frombuffer(bytearray(os.urandom(624 * 4)), dtype=torch.int32)
     state[_MT_WORDS] = words.to(torch.int64).bitwise_and(0xFFFFFFFF).view(torch.uint8)
     g.set_state(state)
+    if not torch.equal(g.get_state()[_MT_WORDS], state[_MT_WORDS]):  # not read as the words
+        raise RuntimeError("torch.Generator's state layout is not the one dptext knows")
     return g
 
 
