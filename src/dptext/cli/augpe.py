@@ -109,7 +109,6 @@ def augpe(
         run_augpe,
     )
     from dptext.llm import LLMError, PromptCache, make_backend
-    from dptext.privacy import PrivacyLedger
     from dptext.privacy.budget import corpus_fingerprint
     from dptext.reporting import (
         LABELS_FROM_DATA,
@@ -165,13 +164,11 @@ def augpe(
             run_seed = saved["llm_seed"]
             console.print(f"resuming {state.dir}")
         else:
-            planned = planned_releases(noise, classes)
-            budget = o.corpus_budget(corpus, budget_total, planned, allow_budget_overrun)
             run_seed = seed if seed is not None else _secrets.randbits(31)
             # the whole plan is charged to the corpus before the first release
-            o.commit_budget(budget, PrivacyLedger(releases=planned), command="augpe",
-                            parameters={"config": cfg.to_dict(), "epsilon": epsilon},
-                            allow_overrun=allow_budget_overrun)
+            o.charge_plan(corpus, budget_total, planned_releases(noise, classes),
+                          allow_budget_overrun, command="augpe",
+                          parameters={"config": cfg.to_dict(), "epsilon": epsilon})
             state.save_run({"config": config, "llm_seed": run_seed,
                             "fingerprint": fingerprint,
                             "classes": classes})

@@ -7,6 +7,7 @@ dpft`` is meant to call the same function with the same options.
 from __future__ import annotations
 
 import math
+import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -69,11 +70,14 @@ def dpft(
     skip_invalid: o.SkipInvalid = False,
     seed: o.Seed = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    budget_total: o.BudgetTotal = None,
+    allow_budget_overrun: o.AllowOverrun = False,
 ) -> None:
     """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
     from dptext.corpus import read_corpus
     from dptext.generators.dpft import DPFTConfig, SamplingConfig
     from dptext.generators.dpft.run import run_dpft
+    from dptext.privacy.budget import settle_run
     from dptext.reporting import print_report, report_path
 
     with o.user_errors():
@@ -86,6 +90,14 @@ def dpft(
         if not math.isfinite(eps):
             console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
                           "is NOT PRIVATE[/bold red]")
+        run_id = uuid.uuid4().hex
+
+        def charge(planned):  # the whole plan, before any model is loaded or release made
+            budget = o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
+                                   command="dpft", run_id=run_id,
+                                   parameters={"epsilon": epsilon, "delta": delta})
+            return lambda releases: settle_run(budget, run_id, releases)
+
         cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                          max_length=max_length, max_grad_norm=max_grad_norm, dtype=dtype,
                          multitask=multitask or pplm)
@@ -93,7 +105,8 @@ def dpft(
                           n_documents=documents, model=model, config=cfg,
                           sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
                                                   top_p=top_p),
-                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress)
+                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress,
+                          charge=charge)
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
                       f"report: {report_path(out)}")

@@ -150,7 +150,8 @@ def generate(
         return dpft(input=input, out=out, epsilon=str(epsilon), delta=delta,
                     documents=total_sequences, text_column=text_column,
                     label_column=label_column, format=format, encoding=encoding,
-                    skip_invalid=skip_invalid, seed=seed, progress=progress)
+                    skip_invalid=skip_invalid, seed=seed, progress=progress,
+                    budget_total=budget_total, allow_budget_overrun=allow_budget_overrun)
     if method == "augpe":
         from dptext.cli.augpe import augpe
 

@@ -128,10 +128,10 @@ def corpus_budget(corpus, total: float | None, planned, allow_overrun: bool):
 
 
 def commit_budget(budget, ledger, *, command: str, parameters: dict,
-                  allow_overrun: bool) -> None:
+                  allow_overrun: bool, run_id: str | None = None) -> None:
     """Record a finished fit in the corpus's ledger (before any output is written)."""
     after = budget.commit(ledger, command=command, parameters=parameters,
-                          allow_overrun=allow_overrun)
+                          allow_overrun=allow_overrun, run_id=run_id)
     total = f" of ε = {budget.total:g}" if budget.total is not None else ""
     console.print(f"privacy spent on this corpus, all runs: {after}{total} "
                   f"(ledger {budget.fingerprint[:12]}…)")
@@ -183,3 +183,18 @@ def user_errors():
 def ensure_parent(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def charge_plan(corpus, total: float | None, planned, allow_overrun: bool, *, command: str,
+                parameters: dict, run_id: str | None = None):
+    """The budget policy of every method: before the run's first release, its whole plan
+    (``planned``: the releases it will make, or ``budget.planned_run``) is checked against
+    the corpus's persistent budget AND charged to it, so a run that fails, is killed or is
+    abandoned afterwards is still counted. A resumed run charges nothing again. ``run_id``
+    names the run in the ledger (for ``budget.settle_run``)."""
+    from dptext.privacy import PrivacyLedger
+
+    budget = corpus_budget(corpus, total, planned, allow_overrun)
+    commit_budget(budget, PrivacyLedger(releases=list(planned)), command=command,
+                  parameters=parameters, allow_overrun=allow_overrun, run_id=run_id)
+    return budget

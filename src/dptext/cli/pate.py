@@ -98,28 +98,15 @@ def pate(
             return read_corpus(input, text_column=text_column, label_column=label_column,
                                fmt=format, encoding=encoding, skip_invalid=skip_invalid)
 
-        opened = {}
-
-        def check(corpus, planned):
-            opened["budget"] = o.corpus_budget(corpus, budget_total, planned,
-                                               allow_budget_overrun)
-
-        def commit(ledger):
-            o.commit_budget(opened["budget"], ledger, command="generate --method pate",
-                            parameters=cfg.to_dict(), allow_overrun=allow_budget_overrun)
-
-        # a run resumed after its first release (made, not yet committed, by an earlier
-        # process) opens the corpus's budget here and commits all of its releases once
-        def commit_any(ledger):
-            if "budget" not in opened:
-                check(load(), [])
-            commit(ledger)
+        def charge(corpus, planned):  # the whole plan, before the first release
+            o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
+                          command="generate --method pate", parameters=cfg.to_dict())
 
         try:
             report = run_pate(load, o.ensure_parent(out), cfg, backend, resume=resume,
                               cache=PromptCache.default() if cache else None,
                               concurrency=concurrency, progress=progress,
-                              budget=BudgetHooks(check, commit_any), echo=console.print)
+                              budget=BudgetHooks(charge), echo=console.print)
         except LLMError as e:
             raise ValueError(f"{e}\n(finished candidates are kept in {out}.run; re-run the "
                              "same command with --resume)") from None

@@ -230,3 +230,47 @@ class CorpusBudget:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def planned_run(name: str, epsilon: float, delta: float) -> Release:
+    """A run's whole plan as one record, for charging a corpus before its first release
+    when the run's releases are not fixed yet (dpft solves its DP-SGD noise from a
+    released corpus size): an ``(ε, δ)`` block composed by basic composition, or, for
+    ε = ∞, a record without DP that leaves the corpus's budget exhausted."""
+    from dptext.privacy.ledger import BLOCK_MECHANISM, NOT_PRIVATE_MECHANISM
+    from dptext.privacy.mechanisms import NEIGHBOURING
+
+    private = math.isfinite(epsilon)
+    return Release(
+        name=name, mechanism=BLOCK_MECHANISM if private else NOT_PRIVATE_MECHANISM,
+        neighbouring=NEIGHBOURING, sensitivity_norm="L2", sensitivity=0.0,
+        sensitivity_reason="not applicable: the whole run, charged as its (ε, δ) guarantee"
+        if private else "not applicable: no DP (ε = ∞)",
+        noise_scale=0.0, noise_multiplier=0.0, dimension=0,
+        epsilon=epsilon if private else math.inf, delta=delta if private else 1.0)
+
+
+def settle_run(budget: CorpusBudget, run_id: str, releases: list[Release]) -> Guarantee:
+    """Once a run charged as a ``planned_run`` block has made its releases, record those
+    instead, so that later runs compose with them exactly (PLD) rather than by basic
+    composition. Never raises what was charged: the block stays when the releases compose
+    to more than it, or when they would raise the corpus's composed total. Returns the
+    corpus's total spend."""
+    with budget._locked():
+        budget.runs = []
+        budget._load()
+        run = next((r for r in budget.runs if r["run_id"] == run_id), None)
+        if run is None:
+            raise ValueError(f"no run {run_id} in privacy ledger {budget.path}")
+        before = budget.spent()
+        charged = compose([Release(**r) for r in run["releases"]])
+        made = compose(list(releases))
+        if made.epsilon > charged.epsilon or made.delta > charged.delta * (1 + 1e-9):
+            return before
+        kept = run["releases"], run["guarantee"]
+        run["releases"], run["guarantee"] = [asdict(r) for r in releases], asdict(made)
+        if budget.spent().epsilon > before.epsilon:
+            run["releases"], run["guarantee"] = kept
+            return before
+        budget._write()
+        return budget.spent()

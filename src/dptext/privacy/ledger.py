@@ -11,7 +11,12 @@ from the parameters a user asked for. Composition:
   through their exact privacy-loss distributions
   (dp-accounting's PLD accountant) and, for safety, never reported worse than
   basic composition of their (ε, δ) targets;
-* the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ).
+* the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ);
+* a planned run charged as one ``(ε, δ)`` block (``mechanism="approx-dp"``: its releases are
+  not made yet, only its guarantee is known) adds its ε and δ (basic composition, which
+  holds for any (ε, δ)-DP mechanism);
+* a run without DP (``mechanism="none"``, ε = ∞) makes everything it is composed with
+  NOT private: (∞, 1).
 """
 
 from __future__ import annotations
@@ -60,6 +65,10 @@ class Release:
 
 
 PLD_MECHANISMS = ("gaussian", "dp-sgd")
+#: composed by their (ε, δ) only (basic composition): planned runs charged up front
+BLOCK_MECHANISM = "approx-dp"
+#: no DP at all (an ε = ∞ run): the composition is not private
+NOT_PRIVATE_MECHANISM = "none"
 
 
 @dataclass(frozen=True)
@@ -141,13 +150,22 @@ def compose(releases: list[Release]) -> Guarantee:
     """Composed guarantee of ``releases`` under add/remove-one-document neighbours."""
     if not releases:
         return Guarantee(0.0, 0.0, "nothing released")
+    if any(r.mechanism == NOT_PRIVATE_MECHANISM for r in releases):
+        return Guarantee(math.inf, 1.0, "NOT private: includes a run without DP (ε = ∞)")
     kept = _worst_partitions(releases)
     pure = [r for r in kept if r.mechanism == "laplace"]
     gauss = [r for r in kept if r.mechanism in PLD_MECHANISMS]
-    unknown = [r for r in kept if r.mechanism not in ("laplace", *PLD_MECHANISMS)]
+    blocks = [r for r in kept if r.mechanism == BLOCK_MECHANISM]
+    unknown = [r for r in kept if r.mechanism not in ("laplace", BLOCK_MECHANISM,
+                                                      *PLD_MECHANISMS)]
     if unknown:
         names = sorted({r.mechanism for r in unknown})
         raise ValueError(f"no accounting rule for mechanisms {names}")
+    if blocks:  # (ε, δ) blocks add up with the composition of everything else
+        rest = compose([r for r in kept if r.mechanism != BLOCK_MECHANISM])
+        return Guarantee(rest.epsilon + sum(r.epsilon for r in blocks),
+                         rest.delta + sum(r.delta for r in blocks),
+                         f"basic composition of planned (ε, δ) runs with {rest.method}")
     eps_pure = sum(r.epsilon for r in pure)
     if not gauss:
         return Guarantee(eps_pure, 0.0, "basic composition of pure-ε releases")

@@ -10,6 +10,9 @@ of δ) goes to the Gaussian control-code histogram; the DP-SGD noise multiplier 
 solved so that the ledger's composition of both (PLD accountant) is ≤ ε. ε = ∞ trains
 without DP and uses exact code frequencies: the output is then NOT private and the
 report says so.
+
+``seed`` is public: it seeds only the decoding (``generate`` without ``rng``). The private
+randomness (Poisson sampling, DP-SGD noise) is drawn from OS entropy in ``train``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ from dptext.generators.dpft.train import (
     TrainPlan,
     add_lora,
     encode,
-    new_seed,
     train,
     trainable_state,
 )
@@ -148,8 +150,7 @@ class DPFineTuneGenerator:
             rec = replace(rec, dimension=n_params)  # noised coordinates per step
             self.ledger_.record(rec)
             sigma = rec.noise_multiplier
-        seed = self.seed if self.seed is not None else new_seed()
-        self.plan_ = TrainPlan(sampling_rate=q, steps=steps, noise_multiplier=sigma, seed=seed)
+        self.plan_ = TrainPlan(sampling_rate=q, steps=steps, noise_multiplier=sigma)
 
     def _plan_dict(self) -> dict:
         return {"plan": asdict(self.plan_), "ledger": self.ledger_.to_dict()["releases"],
@@ -163,7 +164,7 @@ class DPFineTuneGenerator:
         if _num(self.epsilon) != d["epsilon"] or self.config.to_dict() != d["config"]:
             raise ValueError("the checkpoint folder holds a run with other settings; use "
                              "another folder or the same ε and configuration")
-        self.plan_ = TrainPlan(**d["plan"])
+        self.plan_ = TrainPlan(**{k: v for k, v in d["plan"].items() if k != "seed"})
         self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None,
                                      releases=[Release(**r) for r in d["ledger"]])
         self.code_distribution_ = CodeDistribution.from_dict(d["codes"])
@@ -174,7 +175,7 @@ class DPFineTuneGenerator:
                  pplm_config: PPLMConfig | None = None,
                  rng: np.random.Generator | None = None) -> list[dict[str, Any]]:
         """``n`` synthetic documents with codes drawn from the released distribution."""
-        rng = rng or np.random.default_rng()
+        rng = rng or np.random.default_rng(self.seed)
         sampling = sampling or SamplingConfig()
         codes = self.code_distribution_.sample(n, rng)
         strings = [format_codes(c) for c in codes]
@@ -206,7 +207,7 @@ class DPFineTuneGenerator:
     def privacy_report(self, command: str, parameters: dict[str, Any]) -> dict[str, Any]:
         notes = [*PRIVACY_NOTES, LABELS_FROM_DATA]
         params = {"method": "dpft", "epsilon_target": _num(self.epsilon), "delta": self.delta,
-                  "train_plan": asdict(self.plan_) | {"seed": "<secret>"},
+                  "train_plan": asdict(self.plan_),
                   "dpft_config": self.config.to_dict(), **parameters}
         report = build_report(self.ledger_, command=command, parameters=params, notes=notes)
         if not self.private:
@@ -222,7 +223,6 @@ class DPFineTuneGenerator:
         self.module_.lm.save_pretrained(path / "adapter")
         torch.save(trainable_state(self.module_), path / "trainable.pt")
         meta = self._plan_dict()
-        meta["plan"]["seed"] = None  # the sampling seed stays secret
         meta["classes"] = self.classes_
         (path / "dpft.json").write_text(json.dumps(meta, indent=2))
         return path

@@ -133,5 +133,10 @@ def tiny_model(tokenizer_from: str | Path | None = None, *, seed: int = 0):
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                       max_position_embeddings=512, tie_word_embeddings=True,
                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(cfg), tok
+    lm = LlamaForCausalLM(cfg)
+    gen = torch.Generator().manual_seed(seed)  # local: the global generator is not re-seeded
+    with torch.no_grad():
+        for p in lm.parameters():
+            if p.dim() >= 2:  # matrices as transformers initialises them; norms stay 1
+                p.copy_(torch.randn(p.shape, generator=gen) * cfg.initializer_range)
+    return lm, tok

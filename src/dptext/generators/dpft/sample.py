@@ -73,33 +73,56 @@ def _stop_rows(tokens: torch.Tensor, eos: int) -> list[list[int]]:
 @torch.no_grad()
 def generate(lm, tok, code_strings: Sequence[str], cfg: SamplingConfig, *,
              seed: int = 0) -> list[str]:
-    """One text per code string; prompts with equal codes are batched together."""
-    torch.manual_seed(seed)
+    """One text per code string; prompts with equal codes are batched together.
+
+    ``seed`` (public) seeds a local generator: torch's global one is neither read for the
+    sampling nor re-seeded."""
+    gen = torch.Generator().manual_seed(seed)
     lm.eval()
     texts: list[str | None] = [None] * len(code_strings)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(code_strings):
         groups.setdefault(c, []).append(i)
     for codes, idx in groups.items():
-        p = torch.tensor([prompt_ids(tok, codes)])
+        prompt = prompt_ids(tok, codes)
         for s in range(0, len(idx), cfg.batch_size):
             chunk = idx[s: s + cfg.batch_size]
-            ids = p.repeat(len(chunk), 1)
-            out = lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                              top_k=cfg.top_k, top_p=cfg.top_p, temperature=cfg.temperature,
-                              max_new_tokens=cfg.max_new_tokens, pad_token_id=tok.pad_token_id,
-                              eos_token_id=tok.eos_token_id)
-            for i, t in zip(chunk, _decode(tok, _stop_rows(out[:, ids.shape[1]:],
-                                                           tok.eos_token_id)), strict=True):
+            rows = _sample_batch(lm, tok, prompt, len(chunk), cfg, gen)
+            for i, t in zip(chunk, _decode(tok, rows), strict=True):
                 texts[i] = t
     return [t or "" for t in texts]
+
+
+def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
+                  gen: torch.Generator) -> list[list[int]]:
+    """``b`` continuations of one prompt: temperature, then top-k / top-p, then a draw
+    from ``gen`` (the order of ``transformers``' sampling), with the KV cache."""
+    ids = torch.tensor([prompt]).repeat(b, 1)
+    pkv = None
+    generated = []
+    done = torch.zeros(b, dtype=torch.bool)
+    for _ in range(cfg.max_new_tokens):
+        out = lm(input_ids=ids, past_key_values=pkv, use_cache=True)
+        pkv = out.past_key_values
+        logits = out.logits[:, -1].float() / cfg.temperature
+        probs = torch.softmax(filter_logits(logits, cfg.top_k, cfg.top_p), -1)
+        nxt = torch.multinomial(probs, 1, generator=gen)
+        nxt[done] = tok.eos_token_id
+        generated.append(nxt)
+        done |= nxt.squeeze(1) == tok.eos_token_id
+        if bool(done.all()):
+            break
+        ids = nxt
+    if not generated:
+        return [[] for _ in range(b)]
+    return _stop_rows(torch.cat(generated, 1), tok.eos_token_id)
 
 
 def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets: Sequence[int],
                   cfg: SamplingConfig, pplm: PPLMConfig = PPLMConfig(), *,
                   seed: int = 0) -> list[str]:
     """Like ``generate``, steered towards class ``targets[i]`` by the classifier head."""
-    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
     lm.eval()
     out_emb = lm.get_output_embeddings()
     texts: list[str] = [""] * len(code_strings)
@@ -109,13 +132,14 @@ def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets
     for (codes, y), idx in groups.items():
         for s in range(0, len(idx), cfg.batch_size):
             chunk = idx[s: s + cfg.batch_size]
-            rows = _pplm_batch(lm, head, out_emb, tok, codes, y, len(chunk), cfg, pplm)
+            rows = _pplm_batch(lm, head, out_emb, tok, codes, y, len(chunk), cfg, pplm, gen)
             for i, t in zip(chunk, _decode(tok, rows), strict=True):
                 texts[i] = t
     return texts
 
 
-def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PPLMConfig):
+def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PPLMConfig,
+                gen: torch.Generator):
     cond = torch.tensor([prompt_ids(tok, codes)]).repeat(b, 1)
     unc = torch.tensor([prompt_ids(tok, codes, with_codes=False)]).repeat(b, 1)
     target = torch.full((b,), y, dtype=torch.long)
@@ -147,7 +171,7 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
             pert = torch.log_softmax(_logits(out_emb, h_c + delta) / cfg.temperature, -1)
             fused = pp.gm_scale * pert + (1 - pp.gm_scale) * base
             probs = torch.softmax(filter_logits(fused, cfg.top_k, cfg.top_p), -1)
-            nxt = torch.multinomial(probs, 1)
+            nxt = torch.multinomial(probs, 1, generator=gen)
             nxt[done] = tok.eos_token_id
         pooled_sum = pooled_sum + h_u
         generated.append(nxt)

@@ -13,13 +13,22 @@ Multi-task (the blog): a linear classifier head reads the mean final hidden stat
 ``[BOS][SEP]text`` (codes left out, or it would read the label off the codes) and its
 cross-entropy is added to the LM loss of the same document; the sum is one
 per-document loss, so clipping and noise cover both heads in one DP-SGD step.
+
+Secret randomness: the Poisson sampling and the DP-SGD noise each come from their own
+``secret_generator()``, whose whole state is drawn from OS entropy in this process; no
+public seed (``--seed``, a re-seeded global torch generator) reaches them, and neither
+their seeds nor their states are saved. A resumed run draws fresh ones: the accountant
+only needs each step's batch to be an independent Poisson sample, so steps done before
+the interruption and steps done after compose exactly as the planned ``steps``. Batch
+losses are raw statistics of private batches: they are shown only as a running value on
+the terminal (the progress bar), never returned, logged or saved.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import secrets
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -138,7 +147,6 @@ class TrainPlan:
     sampling_rate: float
     steps: int
     noise_multiplier: float | None  # None: no DP (ε = ∞)
-    seed: int
     extra: dict = field(default_factory=dict)
 
 
@@ -165,11 +173,14 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
     gsm = GradSampleModule(module, loss_reduction="sum")
     base_opt = torch.optim.AdamW(params, lr=cfg.learning_rate)
     private = plan.noise_multiplier is not None
+    # secure_mode: Opacus draws each noise coordinate as the sum of four Gaussians / 2
+    # (Holohan & Braghin 2021), against floating-point attacks on the Gaussian sampler
     opt = (DPOptimizer(base_opt, noise_multiplier=plan.noise_multiplier,
                        max_grad_norm=cfg.max_grad_norm, expected_batch_size=cfg.batch_size,
-                       loss_reduction="mean") if private else base_opt)
-    gen = torch.Generator().manual_seed(plan.seed)  # Poisson sampling of documents
-    start, log = 0, {"loss": []}
+                       loss_reduction="mean", generator=secret_generator(), secure_mode=True)
+           if private else base_opt)
+    gen = secret_generator()  # Poisson sampling of documents
+    start = 0
     ckpt = checkpoint_dir / "train_state.pt" if checkpoint_dir else None
     if ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
@@ -178,8 +189,7 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
                              "use another checkpoint folder")
         module.load_state_dict(state["trainable"], strict=False)
         base_opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["sampler"])
-        start, log = state["step"], state["log"]
+        start = state["step"]
     n = len(docs)
     pad = tok.pad_token_id
     bar = _progress(progress, plan.steps, start)
@@ -189,10 +199,10 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
         if not private and len(chosen) == 0:
             chosen = torch.randint(0, n, (1,), generator=gen)
         opt.zero_grad(set_to_none=True)
+        loss = None
         if len(chosen) == 0:
             for p in params:  # an empty Poisson batch: the step is noise only
                 p.grad_sample = torch.zeros((1, *p.shape))
-            loss_val = float("nan")
         else:
             idx = chosen.tolist()
             ids, att, text = pad_batch([docs[i] for i in idx], pad)
@@ -204,23 +214,23 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
                           cls_weight=cfg.cls_weight)
             losses = gsm(ids, att, text, **kw)
             (losses.sum() if private else losses.mean()).backward()
-            loss_val = float(losses.detach().mean())
+            loss = losses.detach().mean()
         opt.step()
-        log["loss"].append(loss_val)
         done = step + 1
         if live_epsilon is not None and (done % cfg.epsilon_refresh == 0 or done == plan.steps
                                          or math.isnan(eps_shown)):
             eps_shown = live_epsilon(done)
         if bar is not None:
-            bar.update(done, loss_val, eps_shown)
+            bar.update(done, loss, eps_shown)
+        del loss
         if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == plan.steps):
-            _save(ckpt, module, base_opt, gen, done, log, plan)
+            _save(ckpt, module, base_opt, done, plan)
     if bar is not None:
         bar.close()
     for p in params:
         p.grad_sample = None
     gsm._close()
-    return log
+    return {"steps": plan.steps, "resumed_at": start}
 
 
 def trainable_state(module: nn.Module) -> dict:
@@ -228,29 +238,61 @@ def trainable_state(module: nn.Module) -> dict:
     return {k: v.detach().clone() for k, v in module.state_dict().items() if k in names}
 
 
-def _save(path: Path, module, opt, gen, step, log, plan) -> None:
+def _save(path: Path, module, opt, step, plan) -> None:
+    """Checkpoint: trained weights and optimiser moments (post-processing of the noisy
+    gradients) and the step count; no sampler state, seed or loss."""
     tmp = path.with_suffix(".tmp")
     torch.save({"trainable": trainable_state(module), "optimizer": opt.state_dict(),
-                "sampler": gen.get_state(), "step": step, "log": log, "plan": asdict(plan)},
-               tmp)
+                "step": step, "plan": asdict(plan)}, tmp)
     tmp.replace(path)
 
 
-def new_seed() -> int:
-    """A fresh secret seed for Poisson sampling (the accountant assumes it is random)."""
-    return secrets.randbits(63)
+#: byte range of the 624 Mersenne-Twister words in a CPU ``torch.Generator`` state
+#: (``CPUGeneratorImplState``: seed u64, left i32, seeded i32, next u64, then the words,
+#: each stored in a u64)
+_MT_WORDS = slice(24, 24 + 624 * 8)
+_STATE_BYTES = 5056
+
+
+def secret_generator() -> torch.Generator:
+    """A CPU generator whose whole Mersenne-Twister state comes from ``os.urandom``.
+
+    ``torch.Generator().manual_seed(s)`` keeps only the low 32 bits of ``s``: 2³² seeds
+    could be tried. Here the 624 state words (19,968 bits) are drawn from the OS, and
+    nothing public (``--seed``, the global torch generator) touches them. Mersenne Twister is
+    not a cryptographic generator; see docs/dpft.md for what this does and does not cover.
+    """
+    g = torch.Generator().manual_seed(0)
+    state = g.get_state()
+    if state.numel() != _STATE_BYTES:  # a different torch layout: refuse, never guess
+        raise RuntimeError(f"unexpected torch.Generator state size {state.numel()}; "
+                           f"dptext knows the {_STATE_BYTES}-byte layout")
+    words = torch.frombuffer(bytearray(os.urandom(624 * 4)), dtype=torch.int32)
+    state[_MT_WORDS] = words.to(torch.int64).bitwise_and(0xFFFFFFFF).view(torch.uint8)
+    g.set_state(state)
+    if not torch.equal(g.get_state()[_MT_WORDS], state[_MT_WORDS]):  # not read as the words
+        raise RuntimeError("torch.Generator's state layout is not the one dptext knows")
+    return g
 
 
 class _Bar:
+    """The progress bar: the only place a loss is shown, as a running mean over recent
+    steps (exponential, weight 0.1), on the terminal only."""
+
     def __init__(self, total: int, start: int):
         from tqdm.auto import tqdm
 
         self.t0 = time.time()
+        self.running: float | None = None
         self.bar = tqdm(total=total, initial=start, desc="DP fine-tuning", unit="step")
 
-    def update(self, done: int, loss: float, eps: float) -> None:
+    def update(self, done: int, loss: torch.Tensor | None, eps: float) -> None:
+        if loss is not None:
+            value = float(loss)
+            self.running = value if self.running is None else 0.9 * self.running + 0.1 * value
         self.bar.n = done
-        self.bar.set_postfix_str(f"loss={loss:.3f} ε={eps:.3g}", refresh=True)
+        shown = "-" if self.running is None else f"{self.running:.2f}"
+        self.bar.set_postfix_str(f"running loss≈{shown} ε={eps:.3g}", refresh=True)
 
     def close(self) -> None:
         self.bar.close()

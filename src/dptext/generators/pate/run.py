@@ -124,11 +124,11 @@ class Layout:
 
 @dataclass
 class BudgetHooks:
-    """The corpus's persistent budget (``privacy.budget.CorpusBudget``), as callbacks:
-    ``check`` before the first release, ``commit`` once every release is made."""
+    """The corpus's persistent budget (``privacy.budget.CorpusBudget``): ``charge`` checks
+    the run's whole plan and charges it before the first release (it raises to refuse),
+    so a run that fails or is abandoned afterwards is still counted."""
 
-    check: Callable[[Corpus, list[Release]], Any]
-    commit: Callable[[PrivacyLedger], Any]
+    charge: Callable[[Corpus, list[Release]], Any]
 
 
 def run_dir_for(out: Path) -> Path:
@@ -194,8 +194,8 @@ class _Run:
         specs = plan_noise(cfg.epsilon, cfg.delta, tutor=len(classes) > 1,
                            vocab=not layout.label_mode, tutor_share=cfg.tutor_share,
                            vocab_share=cfg.vocab_share)
-        if budget is not None:
-            budget.check(self._source, planned_releases(specs))
+        if budget is not None:  # checked and charged before any release
+            budget.charge(self._source, planned_releases(specs))
         ledger = PrivacyLedger()
         released: dict[str, Any] = {"tutor": None, "vocabulary": None}
         if "tutor" in specs:
@@ -287,7 +287,7 @@ def run_pate(load_corpus: Callable[[], Corpus], out: str | Path, cfg: PateConfig
     if votes_path.exists():
         noisy = np.asarray(json.loads(votes_path.read_text())["noisy_votes"])
     else:
-        noisy = _vote(run, layout, state, ledger, emb, x_cand, folds, queried, budget)
+        noisy = _vote(run, layout, state, ledger, emb, x_cand, folds, queried)
         _save_ledger(ledger, run.dir / "ledger.json")  # before the votes leave the process
         _write_atomic(votes_path, {"queried": queried.tolist(), "noisy_votes": noisy.tolist()})
 
@@ -334,8 +334,7 @@ def _vote_sigma(ledger: PrivacyLedger) -> float:
 
 
 def _vote(run: _Run, layout: Layout, state: dict, ledger: PrivacyLedger, emb,
-          x_cand: np.ndarray, folds: np.ndarray, queried: np.ndarray,
-          budget: BudgetHooks | None) -> np.ndarray:
+          x_cand: np.ndarray, folds: np.ndarray, queried: np.ndarray) -> np.ndarray:
     """Teachers on keyed-hash shards vote on the queried candidates; GNMax releases it."""
     texts, labels = run.corpus()
     index = {c: i for i, c in enumerate(layout.classes)}
@@ -359,6 +358,4 @@ def _vote(run: _Run, layout: Layout, state: dict, ledger: PrivacyLedger, emb,
     spec = NoiseSpec(**state["noise"]["votes"])
     noisy = gnmax(votes, spec, ledger)
     run.echo(f"teachers voted in {time.perf_counter() - started:.0f} s; GNMax released")
-    if budget is not None:
-        budget.commit(ledger)
     return noisy

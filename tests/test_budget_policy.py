@@ -1,0 +1,130 @@
+"""One budget policy for every method: the run's whole plan is checked and charged to the
+corpus's persistent budget before its first release (so a killed or abandoned run is
+still counted), and an ε = ∞ run exhausts the budget. dpft's side is in
+``test_dpft_privacy.py``; Aug-PE's in ``test_augpe_run.py``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dptext.corpus import Corpus
+from dptext.llm import LLMError, SamplingParams
+from dptext.llm.recording import RecordingBackend
+from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, compose
+from dptext.privacy import release as dp_release
+from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, planned_run, settle_run
+
+
+def test_planned_runs_compose_by_their_epsilon_and_delta_and_infinity_is_not_private():
+    import numpy as np
+
+    ledger = PrivacyLedger()
+    dp_release(np.zeros(3), Sensitivity(1, 1, "one document, one cell"),
+               NoiseSpec("gaussian", 1.0, 1e-6), ledger=ledger, name="counts")
+    alone = compose(ledger.releases)
+    block = planned_run("a planned run", 2.0, 1e-5)
+    both = compose([*ledger.releases, block])
+    assert both.epsilon == pytest.approx(alone.epsilon + 2.0)
+    assert both.delta == pytest.approx(alone.delta + 1e-5)
+    none = compose([*ledger.releases, planned_run("no DP", math.inf, 1e-5)])
+    assert math.isinf(none.epsilon) and none.delta == 1.0
+
+
+def test_a_settled_run_never_costs_more_than_its_charged_block(tmp_path):
+    import numpy as np
+
+    budget = CorpusBudget.open("f" * 64)
+    budget.commit(PrivacyLedger(releases=[planned_run("plan", 2.0, 1e-5)]), command="x",
+                  run_id="r1")
+
+    def gaussian(eps):
+        ledger = PrivacyLedger()
+        dp_release(np.zeros(2), Sensitivity(1, 1, "one document, one cell"),
+                   NoiseSpec("gaussian", eps, 1e-5), ledger=ledger, name="counts")
+        return ledger.releases
+
+    assert settle_run(budget, "r1", gaussian(3.0)).epsilon == pytest.approx(2.0)  # kept
+    assert CorpusBudget.open("f" * 64).runs[0]["releases"][0]["mechanism"] == "approx-dp"
+    spent = settle_run(budget, "r1", gaussian(1.5))
+    assert spent.epsilon == pytest.approx(1.5, rel=1e-3)
+    assert CorpusBudget.open("f" * 64).runs[0]["releases"][0]["mechanism"] == "gaussian"
+
+
+class _Dead(RecordingBackend):
+    """An LLM that is gone: the run dies at its first prompt, after its first release."""
+
+    def complete(self, prompts):
+        self.prompts.extend(prompts)
+        raise LLMError("the model server went away (simulated)")
+
+
+def _corpus() -> Corpus:
+    texts = [f"the match ended with a late goal number {i}" for i in range(12)]
+    texts += [f"shares fell on the market today by {i} percent" for i in range(12)]
+    return Corpus(tuple(texts), tuple(["sport"] * 12 + ["business"] * 12))
+
+
+def test_pate_charges_the_plan_before_its_first_release(tmp_path, monkeypatch):
+    from dptext.cli import options as o
+    from dptext.generators.pate import BudgetHooks, PateConfig, run_pate
+
+    def no_model(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("dptext.embed.load_embedder", no_model)
+    corpus = _corpus()
+
+    def hooks(total):
+        return BudgetHooks(lambda c, planned: o.charge_plan(
+            c, total, planned, False, command="pate", parameters={}))
+
+    def cfg(eps):
+        return PateConfig(epsilon=eps, documents=4, teachers=4, labels=("business", "sport"),
+                          sampling=SamplingParams(20, 0.8, 0.95))
+
+    # the first run dies at its first LLM call, after its first release: still charged
+    with pytest.raises(LLMError):
+        run_pate(lambda: corpus, tmp_path / "a.jsonl", cfg(4.0), _Dead(), progress=False,
+                 budget=hooks(4.2))
+    budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
+    assert [r["command"] for r in budget.runs] == ["pate"]
+    assert 3.99 <= budget.spent().epsilon <= 4.0 + 1e-9
+    # a second run at ε = 2 would bring the corpus to about 6 > 4.2: refused before any
+    # release, LLM call or model
+    backend = RecordingBackend()
+    with pytest.raises(BudgetExceededError, match="budget exceeded"):
+        run_pate(lambda: corpus, tmp_path / "b.jsonl", cfg(2.0), backend, progress=False,
+                 budget=hooks(None))
+    assert backend.prompts == [] and not (tmp_path / "b.jsonl.run").exists()
+    assert len(CorpusBudget.open(budget.fingerprint).runs) == 1
+
+
+def test_cli_pate_refuses_a_run_past_the_total_before_any_release(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from dptext.cli import app
+    from dptext.corpus import read_corpus, write_jsonl
+
+    monkeypatch.setattr("dptext.llm.make_backend", lambda spec, **k: _Dead())
+    monkeypatch.setattr("dptext.embed.load_embedder", lambda *a, **k: pytest.fail("model"))
+    c = _corpus()
+    data = tmp_path / "in.jsonl"
+    write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
+                data)
+
+    def pate(out, eps, *extra):
+        return CliRunner().invoke(app, [
+            "pate", "-i", str(data), "--label-column", "label", "--labels", "business,sport",
+            "-o", str(tmp_path / out), "--epsilon", eps, "--documents", "4", "--teachers", "4",
+            "--no-progress", "--no-cache", *extra])
+
+    r = pate("a.jsonl", "4", "--budget-total", "4.2")
+    assert r.exit_code != 0 and "went away" in r.output  # died at its first LLM call
+    read = read_corpus(data, label_column="label")
+    budget = CorpusBudget.open(corpus_fingerprint(read.texts, read.labels))
+    assert 3.99 <= budget.spent().epsilon <= 4.0 + 1e-9 and budget.total == 4.2
+    r = pate("b.jsonl", "2")
+    assert r.exit_code != 0 and "budget exceeded" in r.output
+    assert not (tmp_path / "b.jsonl.run").exists()
