@@ -14,6 +14,7 @@ ceiling; ``ratio`` is synthetic / ceiling.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,11 +152,26 @@ def mlp_head(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, multi
         torch.set_num_threads(threads)
 
 
+@contextmanager
+def _seeded_global_rng(torch, seed: int):
+    """Seed torch's global generator (layer initialisation, dropout) from the public
+    evaluation seed inside a fork of it, so the caller's global state — from which later
+    work in the same process might draw — is restored afterwards."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
 def _train_head(torch, x_train, y_train, x_test, multilabel, n_classes, cfg, x_target, seed):
+    with _seeded_global_rng(torch, seed):
+        return _fit_head(torch, x_train, y_train, x_test, multilabel, n_classes, cfg, x_target,
+                         seed)
+
+
+def _fit_head(torch, x_train, y_train, x_test, multilabel, n_classes, cfg, x_target, seed):
     from dptext.evaluate.domain import coral_loss
 
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
     features, out = _build_head(x_train.shape[1], n_classes, cfg)
     params = list(features.parameters()) + list(out.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -204,13 +220,19 @@ def finetune_classifier(model, train_texts: Sequence[str], y_train: np.ndarray,
 
     The model is deep-copied: the caller's encoder is left unchanged.
     """
-    import copy
-
     import torch
+
+    with _seeded_global_rng(torch, seed):
+        return _finetune(torch, model, train_texts, y_train, test_texts, multilabel, n_classes,
+                         epochs, lr, batch_size, max_seq_length, target_texts, coral_weight, seed)
+
+
+def _finetune(torch, model, train_texts, y_train, test_texts, multilabel, n_classes, epochs, lr,
+              batch_size, max_seq_length, target_texts, coral_weight, seed):
+    import copy
 
     from dptext.evaluate.domain import coral_loss
 
-    torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     enc = copy.deepcopy(model)
     enc.max_seq_length = max_seq_length
