@@ -98,3 +98,15 @@ def test_keyphrase_protocol_by_hand():
     seqs = to_sequences(["Acute heart-failure, then aspirin and fever; aspirin again."],
                         terms, k=2)
     assert seqs == ["heart failure, aspirin"]
+
+
+def test_mlp_head_leaves_torchs_global_generator_as_it_found_it():
+    """The head seeds torch's global generator from a public seed; later draws in the
+    same process (DP-SGD noise, for instance) must not follow from that seed."""
+    x = np.random.default_rng(0).normal(size=(40, 8)).astype(np.float32)
+    y = np.arange(40) % 2
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    mlp_head(x, y, x, False, 2)
+    assert torch.equal(torch.rand(3), expected)
