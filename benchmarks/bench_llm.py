@@ -3,6 +3,18 @@ server (xllamacpp on loopback) at several concurrencies.
 
     python benchmarks/bench_llm.py [--models smollm2-135m qwen2.5-0.5b qwen2.5-1.5b]
         [--docs 6] [--max-tokens 256] [--threads 2] [--http-model smollm2-135m]
+    python benchmarks/bench_llm.py --throughput smollm2-135m [--slots 1 2 4 8]
+        [--docs 16] [--max-tokens 160] [--threads 1] [--record]
+
+``--throughput MODEL`` measures, in one run and one llama.cpp process at a time, the
+runtime's best aggregate tokens/s on this machine — xllamacpp's own OpenAI-style HTTP
+server with each slot count in ``--slots``, driven by as many plain HTTP clients as slots —
+and then dptext's document stage (``generate_documents`` with the in-process local backend
+at the best slot count, clean-up and the loop/refusal checks included), on the same
+prompts with the same sampling parameters; then the runtime's best slot count once more,
+so the ratio is bracketed by two runtime measurements under the same machine load. Model
+loading is excluded from every timing (a warm-up request first). ``--record`` writes the
+table into docs/benchmarks.md (section ``llm-throughput``).
 
 Each local model runs in a fresh process with ``--threads`` llama threads: "load" is
 assembling/verifying and loading the model, then ``--docs`` medical records are written
@@ -80,6 +92,113 @@ print(json.dumps(out))
 """
 
 
+RUNTIME = r"""
+import json, sys, time, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+sys.path.insert(0, sys.argv[1])
+from llm_helpers import LlamaServer
+model, threads, slots, bodies = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
+    json.loads(sys.argv[5])
+def post(url, body):
+    req = urllib.request.Request(url, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        return json.loads(r.read())
+with LlamaServer(model, max_seconds=3600, n_parallel=slots, threads=threads) as srv:
+    url = srv.url + "/v1/chat/completions"
+    post(url, dict(bodies[0], max_tokens=1))  # warm-up: the model is loaded and ready
+    t = time.perf_counter()
+    with ThreadPoolExecutor(slots) as pool:
+        res = list(pool.map(lambda b: post(url, b), bodies))
+    wall = time.perf_counter() - t
+print(json.dumps(dict(slots=slots, wall=wall, docs=len(bodies),
+                      tokens=sum(r["usage"]["completion_tokens"] for r in res))))
+"""
+
+DPTEXT = r"""
+import json, sys, time
+from dptext.llm import (DocumentOptions, PromptBuilder, RunStats, SamplingParams,
+                        generate_documents, make_backend)
+model, threads, slots, n, max_tokens, seqs = sys.argv[1], int(sys.argv[2]), \
+    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), json.loads(sys.argv[6])
+class S:
+    def __init__(self, k): self.label, self.keyphrases = None, tuple(k)
+b = make_backend("local:" + model, threads=threads, n_parallel=slots)
+b.complete([PromptBuilder("note", params=SamplingParams(max_tokens=1)).build(["x"])])
+st = RunStats()
+builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
+t = time.perf_counter()
+docs = generate_documents([S(seqs[i % len(seqs)]) for i in range(n)], b, builder,
+                          DocumentOptions(seed=1, concurrency=slots), stats=st)
+wall = time.perf_counter() - t
+print(json.dumps(dict(slots=slots, wall=wall, docs=n, tokens=st.completion_tokens,
+                      prompts=st.computed, quality=st.quality_summary())))
+"""
+
+
+def throughput_bodies(model: str, n: int, max_tokens: int) -> list[dict]:
+    """The exact requests dptext's document stage sends for the first attempt of ``n``
+    documents (same prompts, seeds and sampling parameters)."""
+    from dptext.llm import PromptBuilder, SamplingParams
+    from dptext.llm.documents import DocumentOptions, first_attempt_seed
+    from dptext.llm.openai import build_request
+
+    builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
+    opts = DocumentOptions(seed=1)
+    return [build_request(model, builder.build(SEQS[i % len(SEQS)],
+                                               first_attempt_seed(opts, i)), "llama.cpp")
+            for i in range(n)]
+
+
+def throughput(args, root: str, env: dict) -> None:
+    sys.path.insert(0, os.path.join(root, "src"))
+    from record import markdown_table, record
+
+    def run(code: str, *argv) -> dict:
+        r = subprocess.run(["nice", "-n", "10", sys.executable, "-c", code, *map(str, argv)],
+                           capture_output=True, text=True, env=env)
+        if r.returncode:
+            raise SystemExit(f"failed: {r.stderr.strip()[-800:]}")
+        d = json.loads(r.stdout.strip().splitlines()[-1])
+        d["tok_s"] = d["tokens"] / d["wall"]
+        d["load"] = os.getloadavg()[0]
+        print(json.dumps(d), flush=True)
+        return d
+
+    model, tests = args.throughput, os.path.join(root, "tests")
+    bodies = throughput_bodies(model, args.docs, args.max_tokens)
+    sweep = [run(RUNTIME, tests, model, args.threads, s, json.dumps(bodies))
+             for s in args.slots]
+    best = max(sweep, key=lambda d: d["tok_s"])
+    ours = run(DPTEXT, model, args.threads, best["slots"], args.docs, args.max_tokens,
+               json.dumps(SEQS))
+    again = run(RUNTIME, tests, model, args.threads, best["slots"], json.dumps(bodies))
+    top = max(best["tok_s"], again["tok_s"])
+    def row(what: str, d: dict) -> list:
+        return [what, d["docs"], d["tokens"], f"{d['wall']:.1f}", f"{d['tok_s']:.1f}",
+                f"{d['load']:.1f}"]
+
+    rows = [row(f"runtime: xllamacpp HTTP server, {d['slots']} slot(s), {d['slots']} "
+                "client(s)", d) for d in sweep]
+    rows.append(row(f"**dptext document stage**, local backend, {ours['slots']} slot(s)",
+                    ours))
+    rows.append(row(f"runtime again, {again['slots']} slot(s)", again))
+    table = markdown_table(["what", "docs", "completion tokens", "wall s", "tokens/s",
+                            "load avg after"], rows)
+    body = (f"Model `local:{model}`, {args.threads} llama thread(s) (`DPTEXT_LLM_THREADS`), "
+            f"{args.docs} medical-record prompts of at most {args.max_tokens} tokens, every "
+            "process under `nice -n 10`, one llama.cpp process at a time.\n\n" + table +
+            f"\n\n**dptext / runtime's best: {ours['tok_s'] / top:.0%}** (against the "
+            f"better of the two runtime measurements at {best['slots']} slots; "
+            f"{ours['tok_s'] / again['tok_s']:.0%} against the one taken right after). "
+            f"dptext's stage: {ours['prompts']} prompts for {ours['docs']} documents; "
+            f"{ours['quality']}.")
+    print("\n" + body)
+    if args.record:
+        record("llm-throughput", "LLM document stage against the runtime's best (tokens/s)",
+               body)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-0.5b",
@@ -90,9 +209,17 @@ def main() -> None:
     ap.add_argument("--http-model", default="smollm2-135m")
     ap.add_argument("--http-docs", type=int, default=16)
     ap.add_argument("--samples", action="store_true", help="print a sample document each")
+    ap.add_argument("--throughput", metavar="MODEL",
+                    help="only the runtime-vs-dptext tokens/s comparison, for this model")
+    ap.add_argument("--slots", type=int, nargs="*", default=[1, 2, 4, 8])
+    ap.add_argument("--record", action="store_true",
+                    help="with --throughput: write the result into docs/benchmarks.md")
     args = ap.parse_args()
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     env = dict(os.environ, PYTHONPATH=os.path.join(root, "src"))
+    if args.throughput:
+        throughput(args, root, env)
+        return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=root).stdout.strip()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
