@@ -1,13 +1,23 @@
 """The loop and refusal / meta-text checks (pure functions), and how the document stage
 retries, trims, strips and counts with the recording backend. No model."""
 
+import threading
+import time
+
 import pytest
 
-from dptext.llm import DocumentOptions, PromptBuilder, RunStats, generate_documents
+from dptext.llm import (
+    DocumentOptions,
+    PromptBuilder,
+    RunStats,
+    generate_documents,
+    make_backend,
+    run_prompts,
+)
 from dptext.llm.openai import build_request
 from dptext.llm.quality import check_meta, find_loop, sentences, trim_loop
 from dptext.llm.recording import RecordingBackend
-from dptext.llm.types import Prompt, SamplingParams
+from dptext.llm.types import Completion, Prompt, SamplingParams
 from llm_helpers import has_module
 
 NEWS = ("The band's new album was recorded in Berlin over six weeks. Critics praised its "
@@ -212,3 +222,22 @@ def test_openai_backend_picks_the_dialect_from_the_url():
 
     assert OpenAICompatBackend("gpt", OPENAI_URL).dialect == "openai"
     assert OpenAICompatBackend("qwen", "http://127.0.0.1:8000/v1").dialect == "extended"
+
+
+def test_openai_backend_lets_concurrency_reach_a_gpu_servers_batch():
+    b = make_backend("openai:qwen@http://127.0.0.1:9/v1")
+    assert b.max_concurrency >= 64  # vLLM --max-num-seqs 64 wants 64 requests in flight
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def one(prompt):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return Completion("ok", "stop", 1, 1)
+
+    b._one = one  # no server: count the requests in flight
+    run_prompts(b, [Prompt.user(f"p{i}") for i in range(64)], concurrency=32)
+    assert peak[0] == 32

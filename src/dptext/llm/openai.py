@@ -76,7 +76,7 @@ def parse_response(data: dict) -> Completion:
 
 class OpenAICompatBackend:
     def __init__(self, model: str, base_url: str, api_key: Secret | None = None,
-                 timeout: float = 300.0, max_concurrency: int = 16,
+                 timeout: float = 300.0, max_concurrency: int = 256,
                  dialect: str | None = None) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
@@ -84,6 +84,8 @@ class OpenAICompatBackend:
         self.dialect = dialect or ("openai" if self.base_url == OPENAI_URL else "extended")
         self._key = api_key
         self.timeout = timeout
+        # a ceiling only: --concurrency (the runner's bound) is the knob; a vLLM server on a
+        # GPU wants as many requests in flight as its --max-num-seqs
         self.max_concurrency = max_concurrency
         self.identity = f"openai:{model}@{self.base_url}"
 
