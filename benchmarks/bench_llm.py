@@ -16,7 +16,7 @@ so the ratio is bracketed by two runtime measurements under the same machine loa
 comparison runs three documents per slot, so that tokens/s is not the longest document's
 alone). Model
 loading is excluded from every timing (a warm-up request first). ``--record`` writes the
-table into docs/benchmarks.md (section ``llm-throughput``).
+table into docs/benchmarks.md (section ``llm-throughput-MODEL``).
 
 ``--quality MODEL`` writes the same prompts twice — without repetition penalties and
 checks, then with dptext's defaults — and counts completions with a loop or meta-text
@@ -288,8 +288,8 @@ def throughput(args, root: str, env: dict) -> None:
             f"{ours['quality']}.")
     print("\n" + body)
     if args.record:
-        record("llm-throughput", "LLM document stage against the runtime's best (tokens/s)",
-               body)
+        record(f"llm-throughput-{model}", "LLM document stage against the runtime's best "
+               f"(tokens/s), {model}", body)
 
 
 def main() -> None:
