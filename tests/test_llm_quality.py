@@ -135,6 +135,14 @@ def test_chatty_opening_and_sign_off_are_stripped():
     assert m.stripped and not m.refusal and m.text == NEWS.strip()
 
 
+def test_a_records_own_closing_note_is_kept():
+    record = ("Patient seen for ankle fracture. Cast applied and crutches given. "
+              "Note: review in clinic in two weeks.")
+    assert check_meta(record).text == record
+    m = check_meta(record + "\n\nNote: this record is fictional and for illustration only.")
+    assert m.stripped and m.text == record
+
+
 def test_quotes_and_ordinary_sentences_are_kept():
     text = (NEWS + '"I\'m sorry but I really have to blow my own horn here," she said. '
             "I apologise to the fans, the manager told reporters. As a result, the tour "

@@ -108,7 +108,8 @@ _OPENING = re.compile(
     r"(?:below|following) is\b|i(?:['’]ve| have) (?:written|created|generated|drafted)\b)",
     re.IGNORECASE)
 _CLOSING = re.compile(
-    r"^[\s*#>-]*(?:i hope\b|let me know\b|feel free\b|please note\b|note:|"
+    r"^[\s*#>-]*(?:i hope\b|let me know\b|feel free\b|(?:please )?note:? (?:that )?"
+    r"(?:this|the above|all names|names|any resemblance)\b|"
     r"(?:is there )?anything else\b|this (?:article|document|record|note|story|text|report) "
     r"(?:is|was) (?:entirely )?(?:fictional|fictitious|generated|written|created)\b|"
     r"i(?:['’]ve| have) (?:included|used|incorporated)\b)", re.IGNORECASE)
