@@ -6,8 +6,9 @@
 Throughput: the runtime serves ``n_parallel`` slots with continuous batching, and the
 backend declares ``max_concurrency = n_parallel`` so the runner keeps that many prompts in
 flight (``Server.handle_chat_completions`` releases the GIL and is the same handler the
-runtime's HTTP threads call concurrently). On a CPU one decoding step reads all the weights
-once whatever the batch, so several sequences share that cost. ``$DPTEXT_LLM_PARALLEL``
+runtime's HTTP threads call concurrently). A decoding step of a batch reads the weights
+once and meets at the threads' barriers once for all its sequences. Default: 4 slots with
+several threads, 1 with one thread (see ``DEFAULT_PARALLEL``); ``$DPTEXT_LLM_PARALLEL``
 overrides the slot count. ``threads`` defaults to the number of CPU cores available to the
 process (``$DPTEXT_LLM_THREADS`` overrides: on a machine shared with other busy work, fewer
 threads than cores is faster). Each request asks the runtime to keep the slot's prompt
@@ -41,14 +42,18 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-#: slots when neither the caller nor ``$DPTEXT_LLM_PARALLEL`` says (docs/benchmarks.md)
+#: slots when neither the caller nor ``$DPTEXT_LLM_PARALLEL`` says, with two or more
+#: llama.cpp threads. With one thread the default is one slot: on a busy 2-core machine
+#: more slots gave no more tokens per CPU second (docs/benchmarks.md); with several threads
+#: the threads meet at a barrier after every operation, and a batch of slots shares those
+#: waits (an earlier measurement on an idle 2-core machine: 1.3-1.5x the tokens/s).
 DEFAULT_PARALLEL = 4
 
 
-def _parallel() -> int:
+def _parallel(threads: int) -> int:
     if os.environ.get("DPTEXT_LLM_PARALLEL", "").isdigit():
         return max(1, int(os.environ["DPTEXT_LLM_PARALLEL"]))
-    return DEFAULT_PARALLEL
+    return DEFAULT_PARALLEL if threads > 1 else 1
 
 
 def start_xllamacpp_server(model_path: Path, n_ctx: int = 4096, threads: int | None = None,
@@ -82,7 +87,7 @@ class LocalGGUFBackend:
         self.model = model
         self.n_ctx = n_ctx
         self.threads = threads
-        self.n_parallel = max(1, n_parallel or _parallel())
+        self.n_parallel = max(1, n_parallel or _parallel(threads or _cores()))
         self.max_concurrency = self.n_parallel
         self.identity = f"local:{Path(model).name}"
         self._server = None
