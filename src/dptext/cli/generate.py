@@ -89,8 +89,8 @@ def generate(
     clean: Annotated[bool, typer.Option(
         help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=LLM)] = True,
     concurrency: Annotated[int, typer.Option(
-        help="Prompts in flight at once (at most the local model's slots, "
-        "$DPTEXT_LLM_PARALLEL, default 4).",
+        help="Prompts in flight at once (at most the local model's slots: "
+        "$DPTEXT_LLM_PARALLEL, default 4 with 2+ threads, 1 with one).",
         rich_help_panel=RUN)] = 4,
     max_retries: Annotated[int, typer.Option(
         help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=RUN)] = 6,
