@@ -203,8 +203,11 @@ def quality(args, root: str, env: dict) -> None:
             "*before*: no repetition penalty, no DRY, no checks; *after*: dptext's defaults "
             "(repetition penalty 1.05, DRY 0.8, loop and refusal checks with up to 3 "
             "attempts).\n\n" + markdown_table(
-                ["arm", "completions with a loop", "completions with meta-text",
+                ["arm", "raw completions with a loop", "raw completions with meta-text",
                  "documents with a loop", "keyphrase coverage", "checks"], rows) +
+            "\n\n*raw*: as the model wrote them, before clean-up (which already removes "
+            "chatty preambles and sign-offs) and the checks; *meta-text stripped* counts "
+            "what the meta-text check removed beyond the clean-up." +
             f"\n\nLoad average after the run: {os.getloadavg()[0]:.1f}.")
     print(body)
     if args.record:
