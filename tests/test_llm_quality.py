@@ -123,7 +123,8 @@ def test_refusals(text):
 
 def test_persona_sentence_is_stripped_anywhere():
     text = ("As a news editor, I am committed to accuracy and fairness. " + NEWS +
-            "As an AI, I made up every name in this story. " + LOOP_SENTENCE)
+            "As an AI, I made up every name in this story. " + LOOP_SENTENCE +
+            "As I was writing this news article, I realized that short sentences help.")
     m = check_meta(text)
     assert m.stripped and not m.refusal
     assert m.text == (NEWS + LOOP_SENTENCE).strip()

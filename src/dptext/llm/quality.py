@@ -98,6 +98,7 @@ _REFUSAL = re.compile(
 # the writer speaking as an AI or about its role: never part of the document, anywhere
 _PERSONA = re.compile(
     r"^[\s*#>-]*(?:as an ai\b|as a (?:large )?language model\b|i(?:'m| am) (?:just )?an ai\b|"
+    r"as i (?:was |am )?(?:writing|drafting|composing) (?:this|the)\b|"
     r"as (?:an? |your )(?:[\w-]+ ){0,3}(?:ai|assistant|language model|editor|writer|"
     r"journalist|reporter|author|copywriter|content (?:creator|writer)|chatbot)\b[^.!?\n]*"
     r"\b(?:i|i'm|i am|my|me|we)\b)", re.IGNORECASE)
