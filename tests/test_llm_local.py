@@ -69,3 +69,44 @@ def test_split_model_sha256_is_checked(tmp_path, monkeypatch):
     with pytest.raises(LLMError, match="sha256"):
         models.assemble(bad)
     assert not (tmp_path / "models" / "bad.gguf").exists()
+
+
+@pytest.mark.slow
+def test_parallel_slots_complete_prompts_concurrently_and_correctly():
+    """n_parallel=2: the runtime works on two prompts at once (its /slots endpoint, polled
+    while the runner sends them, shows both slots busy) and each prompt gets its own answer
+    (greedy decoding gives the same text as one prompt at a time)."""
+    import json
+    import threading
+    import time
+    import urllib.request
+
+    from dptext.llm.local import LocalGGUFBackend
+
+    b = LocalGGUFBackend("smollm2-135m", threads=1, n_parallel=2)
+    assert b.max_concurrency == 2
+    builder = PromptBuilder("short note", params=SamplingParams(max_tokens=32, temperature=0.0))
+    prompts = [builder.build([k], seed=1) for k in ("banana", "volcano", "violin", "harbour")]
+    alone = [b.complete([p])[0].text for p in prompts]
+    addr = b._ensure().listening_address
+    url = (addr if addr.startswith("http") else f"http://{addr}") + "/slots"
+    busy: list[int] = []
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            with urllib.request.urlopen(url, timeout=10) as r:
+                busy.append(sum(bool(s.get("is_processing")) for s in json.loads(r.read())))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    try:
+        together = [c.text for c in run_prompts(b, prompts, concurrency=4)]
+    finally:
+        done.set()
+        watcher.join(15)
+    assert together == alone
+    assert len(set(alone)) == len(alone) and all(alone)
+    assert max(busy) == 2
+    b.close()

@@ -89,7 +89,8 @@ def generate(
     clean: Annotated[bool, typer.Option(
         help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=LLM)] = True,
     concurrency: Annotated[int, typer.Option(
-        help="Prompts in flight at once (local models run one at a time).",
+        help="Prompts in flight at once (at most the local model's slots: "
+        "$DPTEXT_LLM_PARALLEL, default 4 with 2+ threads, 1 with one).",
         rich_help_panel=RUN)] = 4,
     max_retries: Annotated[int, typer.Option(
         help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=RUN)] = 6,
@@ -328,7 +329,8 @@ def generate(
         console.print(
             f"wrote {n} documents to {out} in {elapsed:.0f} s ({stats.computed} generated, "
             f"{stats.from_journal} from the journal, {stats.from_cache} from the cache, "
-            f"{stats.retries} retries); mean keyphrase coverage {covered:.0%}")
+            f"{stats.retries} retries); mean keyphrase coverage {covered:.0%}; "
+            f"{stats.quality_summary()}")
         run_params = {**params, "llm": backend.identity, "document_type": document_type,
                       "prompt_template": template.source,
                       "few_shot": str(few_shot) if few_shot else None,

@@ -20,7 +20,19 @@ from dptext.llm.types import Completion, Prompt
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-def build_request(model: str, prompt: Prompt) -> dict:
+#: Request dialects. "openai": the standard chat-completions fields only (OpenAI itself
+#: refuses unknown fields). "llama.cpp": also llama.cpp's sampler fields and prompt cache.
+#: "extended": any other server (vLLM, llama.cpp server, Ollama, SGLang): the standard
+#: fields plus both names of the repetition penalty and llama.cpp's DRY fields; servers
+#: ignore fields they do not know (vLLM logs that it ignored them).
+DIALECTS = ("openai", "llama.cpp", "extended")
+#: DRY's other settings, as llama.cpp and the DRY author recommend
+DRY_BASE, DRY_ALLOWED_LENGTH = 1.75, 2
+
+
+def build_request(model: str, prompt: Prompt, dialect: str = "openai") -> dict:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown request dialect {dialect!r}")
     p = prompt.params
     body: dict = {
         "model": model,
@@ -33,6 +45,21 @@ def build_request(model: str, prompt: Prompt) -> dict:
         body["seed"] = p.seed
     if p.stop:
         body["stop"] = list(p.stop)
+    if p.frequency_penalty is not None:
+        body["frequency_penalty"] = p.frequency_penalty
+    if p.presence_penalty is not None:
+        body["presence_penalty"] = p.presence_penalty
+    if dialect == "openai":
+        return body
+    if p.repetition_penalty is not None:
+        body["repeat_penalty"] = p.repetition_penalty  # llama.cpp's name
+        if dialect == "extended":
+            body["repetition_penalty"] = p.repetition_penalty  # vLLM's / HF's name
+    if p.dry_multiplier:
+        body.update(dry_multiplier=p.dry_multiplier, dry_base=DRY_BASE,
+                    dry_allowed_length=DRY_ALLOWED_LENGTH)
+    if dialect == "llama.cpp":
+        body["cache_prompt"] = True  # reuse the slot's KV cache for the shared prompt prefix
     return body
 
 
@@ -49,11 +76,16 @@ def parse_response(data: dict) -> Completion:
 
 class OpenAICompatBackend:
     def __init__(self, model: str, base_url: str, api_key: Secret | None = None,
-                 timeout: float = 300.0, max_concurrency: int = 16) -> None:
+                 timeout: float = 300.0, max_concurrency: int = 256,
+                 dialect: str | None = None) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
+        # OpenAI's own API gets the standard fields only; any other server the extensions
+        self.dialect = dialect or ("openai" if self.base_url == OPENAI_URL else "extended")
         self._key = api_key
         self.timeout = timeout
+        # a ceiling only: --concurrency (the runner's bound) is the knob; a vLLM server on a
+        # GPU wants as many requests in flight as its --max-num-seqs
         self.max_concurrency = max_concurrency
         self.identity = f"openai:{model}@{self.base_url}"
 
@@ -62,7 +94,8 @@ class OpenAICompatBackend:
 
     def _one(self, prompt: Prompt) -> Completion:
         headers = {"Authorization": f"Bearer {self._key.reveal()}"} if self._key else {}
-        data = post_json(f"{self.base_url}/chat/completions", build_request(self.model, prompt),
+        data = post_json(f"{self.base_url}/chat/completions",
+                         build_request(self.model, prompt, self.dialect),
                          headers, self.timeout, secrets=(self._key,))
         try:
             return parse_response(data)

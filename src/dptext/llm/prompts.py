@@ -11,7 +11,7 @@ import json
 import re
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dptext.llm.errors import TemplateError
@@ -164,7 +164,7 @@ class PromptBuilder:
 
 
 def _with_seed(p: SamplingParams, seed: int) -> SamplingParams:
-    return SamplingParams(p.max_tokens, p.temperature, p.top_p, seed, p.stop)
+    return replace(p, seed=seed)
 
 
 # ------------------------------------------------------------------ clean-up

@@ -51,6 +51,18 @@ class RunStats:
     retries: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    # the document stage's checks (dptext.llm.quality), counted per completion or document
+    loops_retried: int = 0     # completions with a repetition loop, asked again
+    loops_trimmed: int = 0     # documents still looping after the last attempt, trimmed
+    refusals_retried: int = 0  # completions that refused / spoke as an AI, asked again
+    refusals_left: int = 0     # documents still a refusal after the last attempt
+    meta_stripped: int = 0     # documents whose meta sentences were removed
+
+    def quality_summary(self) -> str:
+        """One clause for a summary line: what the loop and refusal checks did."""
+        return (f"loops {self.loops_retried} retried / {self.loops_trimmed} trimmed, "
+                f"refusals {self.refusals_retried} retried / {self.refusals_left} left, "
+                f"meta-text stripped from {self.meta_stripped}")
 
 
 def call_with_retries(backend: LLMBackend, prompt: Prompt, policy: RetryPolicy,

@@ -23,13 +23,27 @@ class Message:
 @dataclass(frozen=True)
 class SamplingParams:
     """Sampling parameters sent with a prompt. ``seed`` makes local sampling repeatable and
-    distinguishes otherwise identical prompts (two equal keyphrase sequences)."""
+    distinguishes otherwise identical prompts (two equal keyphrase sequences).
+
+    Repetition control (``None`` = not sent, the server's default applies):
+    ``repetition_penalty`` is the multiplicative penalty on recently used tokens (llama.cpp's
+    ``repeat_penalty``, vLLM's and Hugging Face's ``repetition_penalty``; 1.05 is what
+    Qwen2.5's own generation config uses); ``dry_multiplier`` turns on llama.cpp's DRY
+    sampler, which penalises tokens that would extend a sequence already seen in the text
+    (the loops of small models) and leaves single repeated words alone;
+    ``frequency_penalty`` / ``presence_penalty`` are the OpenAI-standard additive penalties.
+    Backends send what their API supports (see ``dptext.llm.openai.build_request``).
+    """
 
     max_tokens: int = 400
     temperature: float = 0.8
     top_p: float = 0.95
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    repetition_penalty: float | None = 1.05
+    dry_multiplier: float | None = 0.8
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
 
 
 @dataclass(frozen=True)
