@@ -95,5 +95,5 @@ def dpft(
                                                   top_p=top_p),
                           pplm=pplm, metadata_fields=fields, seed=seed, progress=progress)
         print_report(report, console)
-        console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
-                      f"report: {report_path(out)}")
+        console.print(f"wrote {report['parameters']['documents']} documents to {out}")
+        console.print(f"privacy report: {report_path(out)}")
