@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from cli_output import said
 from dptext.cli import app
 from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, release
 from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, state_dir
@@ -165,10 +166,10 @@ def test_keyphrases_cli_spends_across_runs_and_refuses(small_csv, tmp_path, _dpt
     assert r1.exit_code == 0, r1.output
     r2 = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "b.jsonl")])
     assert r2.exit_code == 0, r2.output
-    assert "1 earlier run(s)" in r2.output
+    assert "1 earlier run(s)" in said(r2.output)
     r3 = runner.invoke(app, [*args[:-2], "-o", str(tmp_path / "c.jsonl")])
     assert r3.exit_code == 2
-    assert "privacy budget exceeded" in r3.output and "Traceback" not in r3.output
+    assert "privacy budget exceeded" in said(r3.output) and "Traceback" not in r3.output
     assert not (tmp_path / "c.jsonl").exists()  # refused before anything was written
     r4 = runner.invoke(app, [*args[:-2], "--allow-budget-overrun", "-o",
                              str(tmp_path / "d.jsonl")])
@@ -192,6 +193,6 @@ def test_generate_is_refused_before_the_fit_when_the_budget_is_spent(tmp_path):
     out = tmp_path / "o.jsonl"
     res = CliRunner().invoke(app, ["generate", "-i", str(path), "--label-column", "label",
                                    "-o", str(out), "--llm", "recording:", "--no-progress"])
-    assert res.exit_code == 2 and "privacy budget exceeded" in " ".join(res.output.split())
+    assert res.exit_code == 2 and "privacy budget exceeded" in said(res.output)
     assert not out.exists() and not (tmp_path / "o.jsonl.run").exists()
     assert len(CorpusBudget.open(b.fingerprint).runs) == 1

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from cli_output import said
 from dptext.cli import app
 from dptext.corpus import read_corpus
 
@@ -40,7 +41,7 @@ def test_keyphrases_command_writes_sequences_and_report(small_csv, tmp_path):
     names = [r["name"] for r in report["releases"]]
     assert names[0].startswith("vocabulary histogram") and names.count("KDE sketch sums") == 5
     assert all(r["neighbouring"] == "add/remove one document" for r in report["releases"])
-    assert "Guarantee of this run" in result.output
+    assert "Guarantee of this run" in said(result.output)
     # the report holds released data and parameters only: no document text
     text = (tmp_path / "seq.privacy.json").read_text()
     first_doc = pd.read_csv(small_csv)["text"].iloc[0]
@@ -53,7 +54,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     result = CliRunner().invoke(app, ["keyphrases", "--input", str(p), "--out",
                                       str(tmp_path / "o.jsonl")])
     assert result.exit_code == 2
-    assert "error:" in result.output and "no column 'text'" in result.output
+    assert "error:" in result.output and "no column 'text'" in said(result.output)
     assert "Traceback" not in result.output
 
 
@@ -61,4 +62,4 @@ def test_bad_epsilon_is_exit_2(small_csv, tmp_path):
     result = CliRunner().invoke(app, ["keyphrases", "--input", str(small_csv), "--label-column",
                                       "label", "--epsilon-kde", "0", "--out",
                                       str(tmp_path / "o.jsonl")])
-    assert result.exit_code == 2 and "epsilon_kde must be a positive" in result.output
+    assert result.exit_code == 2 and "epsilon_kde must be a positive" in said(result.output)

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
+from cli_output import said
 from dptext.cli import app
 from dptext.corpus import write_jsonl
 from dptext.evaluate.data import Labelled, read_synthetic
@@ -53,7 +54,7 @@ def test_evaluate_bad_input_is_a_clean_error(tmp_path):
     res = CliRunner().invoke(app, ["evaluate", "--synthetic", str(tmp_path / "s.jsonl"),
                                    "--real-test", "demo:bbc-news/test",
                                    "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "neither 'text' nor 'keyphrases'" in res.output
+    assert res.exit_code == 2 and "neither 'text' nor 'keyphrases'" in said(res.output)
 
 
 def test_keyphrase_file_protocol_and_multilabel(tmp_path):

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from cli_output import said
 from dptext.cli import app
 from dptext.corpus import Corpus, InputError, read_corpus
 from dptext.evaluate.privacy_audit import HashEmbedder
@@ -287,7 +288,7 @@ def test_cli_turns_bad_input_into_one_line_and_exit_2(tmp_path, content, args, e
                                    "--embedder", "minilm", *args])
     assert res.exit_code == 2, res.output
     assert isinstance(res.exception, SystemExit)  # no traceback
-    assert expect in " ".join(res.output.split())
+    assert expect in said(res.output)
     assert not (tmp_path / "o.jsonl").exists()
 
 
@@ -298,7 +299,7 @@ def test_cli_bad_vocabulary_file(tmp_path):
     path.write_text("text\nfootball\n")
     res = CliRunner().invoke(app, ["keyphrases", "-i", str(path), "-o", str(tmp_path / "o.jsonl"),
                                    "--vocab", str(vocab)])
-    assert res.exit_code == 2 and "vocabulary is empty" in res.output
+    assert res.exit_code == 2 and "vocabulary is empty" in said(res.output)
 
 
 def test_cli_end_to_end_on_a_hostile_corpus_with_minilm(tmp_path):

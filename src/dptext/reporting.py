@@ -12,8 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from dptext import __version__
 from dptext.privacy import PrivacyLedger
@@ -54,14 +59,57 @@ def write_report(report: dict[str, Any], path: str | Path) -> Path:
     return path
 
 
+TITLE = "Privacy report: every release of this run"
+
+_NOISE_SYMBOL = {"laplace": "b", "gaussian": "σ", "dp-sgd": "σ"}
+_COMPACT_LEGEND = "comp.: seq = sequential; par ×n = parallel over n disjoint partitions"
+
+
 def print_report(report: dict[str, Any], console: Console) -> None:
-    table = Table(title="Privacy report: every release of this run", title_justify="left")
+    """The release table, the composed guarantee and the assumptions, on ``console``.
+
+    The full table (one row per release, bordered, long labels) needs about 150 columns
+    for a DP-KPS run. On a console too narrow for it (an 80-column terminal, CI) a
+    compact table replaces it: short labels, no side borders, numbers never wrapped, and
+    the releases of one parallel group that differ only in their partition on one row
+    (the JSON report lists every release). Only the layout depends on the width.
+    """
+    releases = report["releases"]
+    wide = _wide_table(releases)
+    if Measurement.get(console, console.options.update_width(10_000), wide).maximum \
+            <= console.width:
+        console.print(wide)
+    else:
+        console.print(_compact_table(releases))
+        console.print(Text(_COMPACT_LEGEND, style="dim"))
+    g = report["guarantee"]
+    line = Text.assemble(("Guarantee of this run:", "bold"), " ", g["summary"])
+    if line.cell_len + cell_len(f" — {g['method']}") <= console.width:
+        console.print(line.append(f" — {g['method']}"))
+    else:  # the accountant on a line of its own rather than wrapped mid-phrase
+        console.print(line)
+        console.print(Padding(Text(f"by {g['method']}"), (0, 0, 0, 2)))
+    notes = Table.grid(padding=(0, 1))  # bullets with a hanging indent when a note wraps
+    notes.add_column(width=3, justify="right")
+    notes.add_column(style="dim")
+    for note in report["assumptions"]:
+        notes.add_row("•", note)
+    console.print(notes)
+
+
+def _release_name(r: dict[str, Any]) -> Text:
+    # Text, not markup: a partition such as "[class=business]" must print as written
+    return Text(r["name"] + (f" [{r['partition']}]" if r.get("partition") else ""))
+
+
+def _wide_table(releases: list[dict[str, Any]]) -> Table:
+    table = Table(title=TITLE, title_justify="left")
     for col in ("release", "mechanism", "sensitivity", "noise", "ε", "δ", "composition"):
         table.add_column(col, overflow="fold")
-    for r in report["releases"]:
+    for r in releases:
         noise = ("Laplace b" if r["mechanism"] == "laplace" else "Gaussian σ")
         table.add_row(
-            r["name"] + (f" [{r['partition']}]" if r.get("partition") else ""),
+            _release_name(r),
             r["mechanism"],
             f"{r['sensitivity_norm']} {r['sensitivity']:.4g}",
             f"{noise} = {r['noise_scale']:.4g} on {r['dimension']} values",
@@ -69,8 +117,43 @@ def print_report(report: dict[str, Any], console: Console) -> None:
             f"{r['delta']:.3g}",
             "parallel (disjoint documents)" if r.get("parallel_group") else "sequential",
         )
-    console.print(table)
-    g = report["guarantee"]
-    console.print(f"[bold]Guarantee of this run:[/bold] {g['summary']} — {g['method']}")
-    for note in report["assumptions"]:
-        console.print(f"  [dim]• {note}[/dim]")
+    return table
+
+
+def _compact_table(releases: list[dict[str, Any]]) -> Table:
+    """Short labels, no side borders, numbers never wrapped: fits 80 columns."""
+    table = Table(title=TITLE, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, padding=(0, 1, 0, 0))
+    table.add_column("release", overflow="fold", min_width=12)
+    for col in ("mech.", "sens.", "noise", "values", "ε", "δ", "comp."):
+        table.add_column(col, no_wrap=True,
+                         justify="right" if col in ("values", "ε", "δ") else "left")
+    for r, n in _alike_partitions(releases):
+        table.add_row(
+            Text(r["name"]) if n > 1 else _release_name(r),
+            r["mechanism"],
+            f"{r['sensitivity_norm']} {r['sensitivity']:.4g}",
+            f"{_NOISE_SYMBOL.get(r['mechanism'], '?')} {r['noise_scale']:.4g}",
+            str(r["dimension"]),
+            f"{r['epsilon']:.4g}",
+            f"{r['delta']:.3g}",
+            (f"par ×{n}" if n > 1 else "par") if r.get("parallel_group") else "seq",
+        )
+    return table
+
+
+def _alike_partitions(releases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """(release, n): runs of consecutive releases of one parallel group that print alike
+    but for their partition, as their first release and how many there are."""
+    def shown(r: dict[str, Any]) -> tuple:
+        return (r["name"], r.get("parallel_group"), r["mechanism"], r["sensitivity_norm"],
+                f"{r['sensitivity']:.4g}", f"{r['noise_scale']:.4g}", r["dimension"],
+                f"{r['epsilon']:.4g}", f"{r['delta']:.3g}")
+
+    runs: list[tuple[dict[str, Any], int]] = []
+    for r in releases:
+        if runs and r.get("parallel_group") and shown(runs[-1][0]) == shown(r):
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((r, 1))
+    return runs

@@ -199,5 +199,5 @@ def augpe(
                   "vocabulary_size": len(result.vocabulary) if result.vocabulary else 0}
         report = build_report(result.ledger, command="augpe", parameters=params, notes=notes)
         print_report(report, console)
-        console.print(f"wrote {n} documents to {out} ({result.prompts[-1]} prompts); privacy "
-                      f"report: {write_report(report, report_path(out))}")
+        console.print(f"wrote {n} documents to {out} ({result.prompts[-1]} prompts)")
+        console.print(f"privacy report: {write_report(report, report_path(out))}")

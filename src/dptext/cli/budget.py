@@ -28,11 +28,15 @@ def budget(
         b = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
     table = Table(title=f"Privacy ledger of {input} ({b.fingerprint[:12]}…)",
                   title_justify="left")
-    for col in ("run", "command", "created", "guarantee", "overrun"):
-        table.add_column(col)
+    # fits 80 columns: numbers and times never wrap, a long command folds
+    table.add_column("run", no_wrap=True)
+    table.add_column("command", overflow="fold")
+    table.add_column("created (UTC)", no_wrap=True)
+    table.add_column("guarantee", no_wrap=True)
+    table.add_column("overrun")
     for r in b.runs:
         g = r["guarantee"]
-        table.add_row(r["run_id"][:8], r["command"], r["created"],
+        table.add_row(r["run_id"][:8], r["command"], r["created"][:16].replace("T", " "),
                       f"ε = {g['epsilon']:.4g}, δ = {g['delta']:.3g}",
                       "yes" if r["overrun"] else "")
     out = Console()

@@ -108,5 +108,5 @@ def dpft(
                           pplm=pplm, metadata_fields=fields, seed=seed, progress=progress,
                           charge=charge)
         print_report(report, console)
-        console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
-                      f"report: {report_path(out)}")
+        console.print(f"wrote {report['parameters']['documents']} documents to {out}")
+        console.print(f"privacy report: {report_path(out)}")

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from dptext.cli.app import app, console
 from dptext.corpus import InputError
@@ -104,11 +105,11 @@ def evaluate(
                           privacy=guarantee(read_privacy_report(synthetic)), cfg=cfg,
                           progress=lambda msg: status.update(msg))
     except InputError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     mpath, hpath = write_report(metrics, out)
     for row in metrics["summary"]:
-        console.print(f"[bold]{row['metric']}[/bold]: {row['value']}")
+        console.print(f"[bold]{escape(str(row['metric']))}[/bold]: {escape(str(row['value']))}")
     console.print(f"wrote {mpath} and {hpath}")
 
 
@@ -141,7 +142,7 @@ def filter_cmd(
         if syn.keyphrase_only:
             raise InputError(f"{input}: a keyphrase file has no text to score")
     except InputError as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     records = [json.loads(line) for line in input.read_text(encoding="utf-8").splitlines()
                if line.strip()]

@@ -326,11 +326,11 @@ def generate(
 
         n = write_jsonl((d.to_dict() for d in docs), o.ensure_parent(out))
         covered = sum(d.coverage for d in docs) / max(len(docs), 1)
-        console.print(
-            f"wrote {n} documents to {out} in {elapsed:.0f} s ({stats.computed} generated, "
-            f"{stats.from_journal} from the journal, {stats.from_cache} from the cache, "
-            f"{stats.retries} retries); mean keyphrase coverage {covered:.0%}; "
-            f"{stats.quality_summary()}")
+        console.print(f"wrote {n} documents to {out} in {elapsed:.0f} s; mean keyphrase "
+                      f"coverage {covered:.0%}")
+        console.print(f"  ({stats.computed} generated, {stats.from_journal} from the journal, "
+                      f"{stats.from_cache} from the cache, {stats.retries} retries)")
+        console.print(f"  {stats.quality_summary()}")
         run_params = {**params, "llm": backend.identity, "document_type": document_type,
                       "prompt_template": template.source,
                       "few_shot": str(few_shot) if few_shot else None,

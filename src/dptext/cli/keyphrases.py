@@ -25,10 +25,11 @@ def fit_seeder(corpus, *, seed: int | None, **params):
             status.update(f"DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)")
 
         seeder.fit(corpus, rng=rng, progress=step)
+    n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
     console.print(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
-                  f"{len(seeder.released_vocabulary_)} released terms, "
-                  f"{len(seeder.sketches_.sums)} class(es), "
-                  f"{len(seeder.sketches_.blocks)} sketch(es) per class")
+                  f"{len(seeder.released_vocabulary_)} released terms; "
+                  f"{n_classes} {'class' if n_classes == 1 else 'classes'}, "
+                  f"{n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each")
     return seeder, rng
 
 

@@ -134,7 +134,7 @@ def commit_budget(budget, ledger, *, command: str, parameters: dict,
                           allow_overrun=allow_overrun, run_id=run_id)
     total = f" of ε = {budget.total:g}" if budget.total is not None else ""
     console.print(f"privacy spent on this corpus, all runs: {after}{total} "
-                  f"(ledger {budget.fingerprint[:12]}…)")
+                  f"(ledger {budget.fingerprint[:8]})")
     if budget.total is not None and after.epsilon > budget.total * (1 + 1e-9):
         console.print("[yellow]warning:[/yellow] this run went past the corpus's total budget "
                       "(--allow-budget-overrun)")

@@ -114,5 +114,5 @@ def pate(
             backend.close()
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out} "
-                      f"({report['parameters']['llm_calls']} LLM calls); privacy report: "
-                      f"{report_path(out)}")
+                      f"({report['parameters']['llm_calls']} LLM calls)")
+        console.print(f"privacy report: {report_path(out)}")

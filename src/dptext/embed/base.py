@@ -49,6 +49,8 @@ def set_offline() -> None:
     """Never reach a model hub: every model dptext loads is a local folder."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    # no "Loading weights" bar for a local folder: it would break into the CLI's spinner
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def check_phrases(phrases: Sequence[str]) -> list[str]:
