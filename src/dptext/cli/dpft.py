@@ -25,6 +25,21 @@ def _epsilon(value: str) -> float:
     return v
 
 
+def _code_values(specs: list[str] | None, fields: list[str]) -> dict[str, tuple[str, ...]]:
+    """``FIELD=V1,V2`` options as {field: values}, for fields named by --metadata."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs or ():
+        field, sep, values = spec.partition("=")
+        field = field.strip()
+        vals = tuple(v.strip() for v in values.split(",") if v.strip())
+        if not sep or not field or not vals:
+            raise typer.BadParameter(f"--code-values {spec!r}: expected FIELD=V1,V2,...")
+        if field not in fields:
+            raise typer.BadParameter(f"--code-values {field!r}: not a --metadata field")
+        out[field] = vals
+    return out
+
+
 @app.command("dpft")
 def dpft(
     input: o.InputPath,
@@ -54,6 +69,10 @@ def dpft(
     metadata: Annotated[str | None, typer.Option(
         help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
         rich_help_panel=DPFT)] = None,
+    code_values: Annotated[list[str] | None, typer.Option(
+        "--code-values", help="Public values of a --metadata field, FIELD=V1,V2,... "
+        "(repeatable). Fields (and the label) not declared are released with DP partition "
+        "selection, charged to ε.", rich_help_panel=DPFT)] = None,
     multitask: Annotated[bool, typer.Option(
         help="Train a classifier head jointly (the multi-task blog).", rich_help_panel=DPFT)
     ] = False,
@@ -67,6 +86,7 @@ def dpft(
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
+    labels: o.Labels = None,
     seed: o.Seed = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
@@ -79,6 +99,9 @@ def dpft(
     with o.user_errors():
         eps = _epsilon(epsilon)
         fields = [f.strip() for f in metadata.split(",")] if metadata else []
+        declared = _code_values(code_values, fields)
+        if o.parse_labels(labels):
+            declared["label"] = o.parse_labels(labels)
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid,
                              extra_columns=fields)
@@ -93,7 +116,8 @@ def dpft(
                           n_documents=documents, model=model, config=cfg,
                           sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
                                                   top_p=top_p),
-                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress)
+                          pplm=pplm, metadata_fields=fields, code_values=declared or None,
+                          seed=seed, progress=progress)
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out}; privacy "
                       f"report: {report_path(out)}")

@@ -31,10 +31,13 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
              n_documents: int | None = None, model: str | None = None,
              config: DPFTConfig | None = None, sampling: SamplingConfig | None = None,
              pplm: bool = False, pplm_config: PPLMConfig | None = None,
-             metadata_fields: Sequence[str] = (), seed: int | None = None,
+             metadata_fields: Sequence[str] = (),
+             code_values: dict[str, Sequence[str]] | None = None, seed: int | None = None,
              progress: bool = True, chunk: int = 32, base=None) -> dict[str, Any]:
     """Fit (or resume), generate ``n_documents`` (default: as many as the DP estimate
-    of the corpus size), write ``out`` (JSONL) and its privacy report; return the report."""
+    of the corpus size), write ``out`` (JSONL) and its privacy report; return the report.
+    ``code_values``: the declared public values of each code field ("label" for the
+    labels); the others are released as the DP label set."""
     out = Path(out)
     run_dir = run_dir_for(out)
     model_dir = run_dir / "model"
@@ -42,7 +45,8 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
         gen = DPFineTuneGenerator.load(model_dir, base=base)
     else:
         gen = DPFineTuneGenerator(epsilon, delta, model=model, config=config,
-                                  metadata_fields=metadata_fields, checkpoint_dir=run_dir,
+                                  metadata_fields=metadata_fields, code_values=code_values,
+                                  checkpoint_dir=run_dir,
                                   seed=seed, progress=progress).fit(corpus, base=base)
         gen.save(model_dir)
     del corpus  # generation is post-processing of the DP model and the released codes
