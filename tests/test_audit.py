@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cli_output import said
 from dptext.cli import app
-from dptext.evaluate.privacy_audit import AUDITS, audit_dpkps, run_audits
+from dptext.evaluate.privacy_audit import AUDITS, audit_dpkps, audit_label_set, run_audits
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, mechanisms, release
 from dptext.privacy.auditing import broken_noise, hockey_stick_test, observe_releases
 
@@ -70,6 +70,35 @@ def test_cli_audit_and_negative_control(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert all(r["violation"] for r in rows)
     assert "every half-noise variant was caught" in said(res.output)
+
+
+@pytest.mark.statistical
+def test_label_set_within_claim_and_its_broken_variants_caught():
+    """The DP label set (partition selection): honest stays within its (ε, δ); half the
+    noise, or no threshold (a label of one document released half the time), is refuted."""
+    from dptext.privacy import labels
+
+    honest = audit_label_set()
+    assert honest.claimed_epsilon == pytest.approx(4.0)
+    assert honest.claimed_delta == pytest.approx(1e-3, rel=0.05)  # noise + threshold δ
+    assert not honest.violation
+    assert 0.5 < honest.epsilon_lower_bound <= honest.claimed_epsilon  # the audit has power
+    for variant in ("half-noise", "no-threshold"):
+        row = audit_label_set(broken=variant)
+        assert row.claimed_epsilon == pytest.approx(4.0) and row.violation, variant
+    assert labels._threshold_measurement.__name__ == "_threshold_measurement"  # restored
+    with pytest.raises(ValueError, match="broken"):
+        audit_label_set(broken="quarter")
+
+
+@pytest.mark.statistical
+def test_cli_audit_lists_the_label_set_and_catches_half_noise(tmp_path):
+    out = tmp_path / "audit.json"
+    res = CliRunner().invoke(app, ["audit", "--only", "label-set", "--broken", "half-noise",
+                                   "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["name"].startswith("DP label set") and row["violation"]
 
 
 def test_cli_audit_bad_arguments():

@@ -33,11 +33,26 @@ def test_plan_composes_to_the_target_epsilon(epsilon, iterations, vocab_share):
     assert compose(planned_releases(specs, ["a"])).epsilon == pytest.approx(spent.epsilon)
 
 
+@pytest.mark.parametrize("epsilon", [2.0, 6.0])
+def test_plan_with_the_dp_label_set_composes_to_the_target(epsilon):
+    from dptext.privacy.labels import LABEL_SET
+
+    specs = plan_noise(epsilon, 1e-5, 9, 0.2, label_set_share=0.1)
+    assert specs[LABEL_SET].threshold_delta > 0  # partition selection: its threshold's δ
+    planned = planned_releases(specs, ["?"])
+    assert planned[0].name == "label set"
+    spent = compose(planned)
+    assert 0.97 * epsilon < spent.epsilon <= epsilon
+    assert spent.delta == pytest.approx(1e-5)
+
+
 def test_plan_rejects_bad_input():
     with pytest.raises(ValueError, match="iterations"):
         plan_noise(1.0, 1e-5, 0, None)
     with pytest.raises(ValueError, match="vocab_share"):
         plan_noise(1.0, 1e-5, 3, 1.0)
+    with pytest.raises(ValueError, match="leave nothing"):
+        plan_noise(1.0, 1e-5, 3, 0.5, label_set_share=0.5)
 
 
 def test_each_document_casts_exactly_one_vote_for_its_nearest(monkeypatch):

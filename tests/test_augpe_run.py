@@ -145,7 +145,7 @@ def test_cli_generate_method_augpe_end_to_end_and_resume(corpus, tmp_path):
             "label", "-o", str(out), "--epsilon", "4", "--llm", "recording:",
             "--sequences-per-class", "2", "--vocab", "english:3000", "--vocab-size", "200",
             "--embedder", "model2vec", "--seed", "3", "--no-progress", "--no-cache",
-            "--document-type", "news article"]
+            "--document-type", "news article", "--labels", ",".join(sorted(set(small.labels)))]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -175,7 +175,8 @@ def test_cli_class_names_opt_in_marks_the_report(corpus, tmp_path):
         "augpe", "-i", str(tmp_path / "c.csv"), "--label-column", "label", "-o", str(out),
         "--epsilon", "2", "--llm", "recording:", "--per-class", "1", "--iterations", "1",
         "--random-words", "0", "--embedder", "model2vec", "--no-progress", "--no-cache",
-        "--augpe-class-names", "--document-type", "news article"])
+        "--augpe-class-names", "--document-type", "news article",
+        "--labels", ",".join(sorted(set(small.labels)))])
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "syn.privacy.json").read_text())
     assert report["parameters"]["class_names_in_prompts"] is True
@@ -184,3 +185,33 @@ def test_cli_class_names_opt_in_marks_the_report(corpus, tmp_path):
                for line in (tmp_path / "syn.jsonl.run" / "journal.jsonl").read_text()
                .splitlines()]
     assert any(f"news article about {label}" in p for p in prompts for label in small.labels)
+
+
+def test_cli_augpe_releases_the_label_set_when_labels_are_not_declared(tmp_path):
+    """Without --labels the classes are the DP label set: a label of two documents is left
+    out, the release is charged within --epsilon and saved in the run folder, and a
+    resumed run reuses it (no new release)."""
+    bbc = read_corpus("demo:bbc-news/train")
+    keep = [i for c in ("sports", "tech") for i in np.flatnonzero(np.asarray(bbc.labels) == c)
+            [:40]]
+    texts = [bbc.texts[i] for i in keep] + ["a rare ward note", "another rare ward note"]
+    labels = [bbc.labels[i] for i in keep] + ["rareward", "rareward"]
+    _csv(tmp_path / "c.csv", Corpus(tuple(texts), tuple(labels)))
+    out = tmp_path / "syn.jsonl"
+    args = ["augpe", "-i", str(tmp_path / "c.csv"), "--label-column", "label", "-o", str(out),
+            "--epsilon", "4", "--llm", "recording:", "--per-class", "1", "--iterations", "1",
+            "--random-words", "0", "--embedder", "model2vec", "--no-progress", "--no-cache"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "syn.privacy.json").read_text())
+    assert report["releases"][0]["name"] == "label set"
+    assert report["guarantee"]["epsilon"] <= 4.0 and report["guarantee"]["delta"] <= 1e-5
+    assert any("partition selection" in a for a in report["assumptions"])
+    assert {json.loads(x)["label"] for x in out.read_text().splitlines()} == {"sports", "tech"}
+    saved = json.loads((tmp_path / "syn.jsonl.run" / "label_set.json").read_text())
+    assert saved["label_set"]["values"]["label"] == ["sports", "tech"]
+    assert "rareward" not in (tmp_path / "syn.privacy.json").read_text()
+    res = CliRunner().invoke(app, [*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "syn.privacy.json").read_text())["releases"] == \
+        report["releases"]

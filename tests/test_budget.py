@@ -15,7 +15,13 @@ from typer.testing import CliRunner
 from cli_output import said
 from dptext.cli import app
 from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, release
-from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, state_dir
+from dptext.privacy.budget import (
+    CorpusBudget,
+    configured_dataset_id,
+    corpus_fingerprint,
+    open_budget,
+    state_dir,
+)
 
 SECRET_TEXT = "patient Zebulon Quartermaine has a rare condition"
 
@@ -121,16 +127,28 @@ def test_planned_releases_compose_like_the_fit_will():
     from dptext.generators.kps import KeyphraseSeeder
     from dptext.privacy import compose
 
-    g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
+    declared = ("a", "b")  # a declared label set costs nothing
+    g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, labels=declared,
                                 vocab_noise="laplace").planned_releases())
     assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
+    assert compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, vocab_noise="laplace"
+                                   ).planned_releases(labelled=False)) == g  # unlabelled
+    # undeclared labels: the DP label set is planned too (Laplace: ε, and half of δ for its
+    # threshold; the Gaussian sketches keep the other half)
+    undeclared = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_label_set=0.5,
+                                 vocab_noise="laplace").planned_releases()
+    assert undeclared[0].name == "label set"
+    assert undeclared[0].threshold_delta == pytest.approx(5e-6)
+    g = compose(undeclared)
+    assert g.epsilon == pytest.approx(6.5) and g.delta == pytest.approx(1e-5)
     # two Gaussian stages compose through their PLDs: less than the sum
-    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0).planned_releases())
+    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
+                                   labels=declared).planned_releases())
     assert 4.9 < both.epsilon < 5.1
     b = CorpusBudget.open("d" * 64, total=11.0)
     b.commit(_ledger(1.0), command="t")
     planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5,
-                              vocab_noise="laplace")
+                              labels=declared, vocab_noise="laplace")
     b.check(planned.planned_releases())  # 1 + 6.5 <= 11
     b.commit(_ledger(4.0), command="t")
     with pytest.raises(BudgetExceededError, match="on its own"):
@@ -152,7 +170,8 @@ def small_csv(tmp_path_factory):
 
 
 FAST = ["--vocab", "english:2000", "--features", "50", "--vocab-size", "200", "--length", "3",
-        "--method", "independent", "--sequences-per-class", "2", "--allow-noisy-classes",
+        "--method", "independent", "--sequences-per-class", "2",
+        "--labels", "business,entertainment,politics,sports,tech",
         "--epsilon-vocab", "1", "--epsilon-kde", "2", "--kde-noise", "laplace",
         "--vocab-noise", "laplace",
         "--label-column", "label", "--seed", "0"]
@@ -196,3 +215,81 @@ def test_generate_is_refused_before_the_fit_when_the_budget_is_spent(tmp_path):
     assert res.exit_code == 2 and "privacy budget exceeded" in said(res.output)
     assert not out.exists() and not (tmp_path / "o.jsonl.run").exists()
     assert len(CorpusBudget.open(b.fingerprint).runs) == 1
+
+
+# ------------------------------------------------------------------ dataset ids
+def _corpus(n: int):
+    from dptext.corpus import Corpus
+
+    return Corpus(tuple(f"note {i} about {SECRET_TEXT}" for i in range(n)),
+                  tuple("ab"[i % 2] for i in range(n)))
+
+
+def test_dataset_id_keeps_one_ledger_across_versions_of_the_corpus(_dptext_home):
+    v1, v2 = _corpus(10), _corpus(11)  # one document added: another content fingerprint
+    by_content = open_budget(v1, total=3.0)
+    assert by_content.key == "content fingerprint"
+    by_content.commit(_ledger(1.0), command="t")
+    assert open_budget(v2).runs == []  # a fresh, empty ledger: the weakness
+    b = open_budget(v1, dataset_id="ward-notes", total=3.0)
+    assert b.key == "dataset id" and b.path.name == "dataset-ward-notes.json"
+    b.commit(_ledger(2.0), command="t")
+    again = open_budget(v2, dataset_id="ward-notes")  # the new version: the same ledger
+    assert again.total == 3.0 and len(again.runs) == 1
+    with pytest.raises(BudgetExceededError, match="dataset 'ward-notes'"):
+        again.check(1.5)
+    again.commit(_ledger(0.5), command="t")
+    data = json.loads(again.path.read_text())
+    assert data["key"] == "dataset id" and data["dataset_id"] == "ward-notes"
+    assert data["fingerprint"] is None and data["spent"]["epsilon"] == pytest.approx(2.5)
+    assert [r["fingerprint"] for r in data["runs"]] == [b.fingerprint, again.fingerprint]
+    assert "Zebulon" not in again.path.read_text()
+    # the report names the key, never the fingerprint (a hash of the private corpus)
+    entry = again.report_entry()
+    assert entry["key"] == "dataset id" and entry["dataset_id"] == "ward-notes"
+    assert again.fingerprint not in json.dumps(entry)
+    assert "fingerprint" not in json.dumps(by_content.report_entry()).replace(
+        "content fingerprint", "")
+    for bad in ("", "../x", "a b", "x" * 101, "-x"):
+        with pytest.raises(ValueError, match="dataset-id"):
+            open_budget(v1, dataset_id=bad)
+
+
+def test_dataset_id_from_the_config_file(_dptext_home, tmp_path):
+    data = tmp_path / "notes.csv"
+    data.write_text("text\nx\n")
+    (_dptext_home / "config.toml").write_text(
+        'dataset_id = "everything"\n[datasets]\n'
+        f'"{data}" = "ward-notes"\n"demo:bbc-news/train" = "bbc"\n')
+    assert configured_dataset_id(str(data)) == "ward-notes"
+    assert configured_dataset_id("demo:bbc-news/train") == "bbc"
+    assert configured_dataset_id("other.csv") == "everything"  # the fallback
+    b = open_budget(_corpus(4), input=str(data))
+    assert b.dataset_id == "ward-notes" and b.key_source == "config.toml"
+    assert open_budget(_corpus(4), dataset_id="cli", input=str(data)).dataset_id == "cli"
+    (_dptext_home / "config.toml").write_text('dataset_id = "no/slash"\n')
+    with pytest.raises(ValueError, match="dataset_id"):
+        open_budget(_corpus(4))
+
+
+def test_generate_with_a_dataset_id_is_refused_on_a_new_version(tmp_path, _dptext_home):
+    from dptext.corpus import read_corpus
+
+    path = tmp_path / "c.csv"
+    path.write_text("text,label\nfootball match,sport\nbank profit,business\n")
+    b = open_budget(read_corpus(path, label_column="label"), dataset_id="news", total=4.0)
+    b.commit(_ledger(1.0), command="keyphrases")
+    path.write_text("text,label\nfootball match,sport\nbank profit,business\ntypo fixed,sport\n")
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(app, ["generate", "-i", str(path), "--label-column", "label",
+                                   "-o", str(out), "--llm", "recording:", "--no-progress",
+                                   "--dataset-id", "news"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "privacy budget exceeded for dataset 'news'" in said
+    assert not out.exists()
+    # without the id, the edited corpus is a new one: the same run would go ahead
+    res = CliRunner().invoke(app, ["budget", "-i", str(path), "--label-column", "label"])
+    assert res.exit_code == 0 and "content" in res.output and "no total budget" in res.output
+    res = CliRunner().invoke(app, ["budget", "-i", str(path), "--label-column", "label",
+                                   "--dataset-id", "news"])
+    assert res.exit_code == 0 and "ε = 1" in res.output and "dataset id 'news'" in res.output

@@ -90,6 +90,10 @@ def _corpus(n=24):
     return Corpus(tuple(texts), tuple(labels), columns={"sex": tuple(sex)})
 
 
+# the public code values, declared (free); without them they are released as a DP label set
+DECLARED = {"label": ("sport", "business"), "sex": ("F", "M")}
+
+
 def test_encode_truncates_one_sample_per_document(tiny):
     from dptext.generators.dpft.train import encode
 
@@ -150,7 +154,7 @@ def test_fit_generate_report_save_load(tiny, tmp_path):
 
     cfg = DPFTConfig(epochs=0.5, batch_size=6, max_length=24, multitask=True)
     gen = DPFineTuneGenerator(6.0, 1e-5, config=cfg, metadata_fields=["sex"], seed=0,
-                              progress=False).fit(_corpus(), base=tiny())
+                              code_values=DECLARED, progress=False).fit(_corpus(), base=tiny())
     names = [r.mechanism for r in gen.ledger_.releases]
     assert names == ["gaussian", "dp-sgd"]
     g = gen.guarantee()
@@ -191,10 +195,10 @@ def test_resume_reuses_plan_and_state(tiny, tmp_path):
     from dptext.generators.dpft.train import trainable_state
 
     cfg = DPFTConfig(epochs=0.5, batch_size=6, max_length=16, checkpoint_every=1)
-    first = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
-                                ).fit(_corpus(), base=tiny())
-    second = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
-                                 ).fit(_corpus(), base=tiny(seed=1))
+    first = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False,
+                                code_values=DECLARED).fit(_corpus(), base=tiny())
+    second = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False,
+                                 code_values=DECLARED).fit(_corpus(), base=tiny(seed=1))
     # no new noise: the same released histogram and plan; training already complete
     assert second.code_distribution_ == first.code_distribution_
     assert second.plan_ == first.plan_
@@ -265,8 +269,9 @@ def test_real_smollm2_through_the_cli(tmp_path):
     out = tmp_path / "out.jsonl"
     res = CliRunner().invoke(app, [
         "dpft", "--epsilon", "8", "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
-        "-o", str(out), "--documents", "2", "--seed", "0", "--epochs", "0.25",
-        "--batch-size", "4", "--max-length", "24", "--max-new-tokens", "8", "--no-progress"])
+        "--labels", "sport,business", "-o", str(out), "--documents", "2", "--seed", "0",
+        "--epochs", "0.25", "--batch-size", "4", "--max-length", "24", "--max-new-tokens", "8",
+        "--no-progress"])
     assert res.exit_code == 0, res.output
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(docs) == 2 and all(d["label"] in ("sport", "business") for d in docs)
@@ -286,7 +291,8 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     out = tmp_path / "synth.jsonl"
     kw = dict(epsilon=8.0, n_documents=5, config=DPFTConfig(epochs=0.3, batch_size=8,
                                                             max_length=16),
-              sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False, chunk=2)
+              sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False, chunk=2,
+              code_values={"label": DECLARED["label"]})
     rep = run_dpft(_corpus(), out, base=tiny(), **kw)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 5 and all({"text", "label"} <= set(x) for x in lines)
@@ -337,10 +343,12 @@ def test_generate_method_dpft_calls_run_dpft(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, [
         "generate", "--method", "dpft", "--epsilon", "4", "--delta", "1e-6",
         "-i", str(tmp_path / "in.jsonl"), "--label-column", "label",
-        "-o", str(tmp_path / "o.jsonl"), "--total-sequences", "3", "--no-progress"])
+        "-o", str(tmp_path / "o.jsonl"), "--total-sequences", "3", "--no-progress",
+        "--labels", "sport,business"])
     assert res.exit_code == 0, res.output
     assert seen["epsilon"] == 4.0 and seen["delta"] == 1e-6 and seen["n_documents"] == 3
     assert seen["n"] == 6
+    assert seen["code_values"] == {"label": ("sport", "business")}  # --labels reaches dpft
     json.dumps(seen, default=str)
 
 
@@ -420,3 +428,67 @@ def test_dpft_imports_llm_only_in_the_icl_reference():
                 mods.update(a.name for a in node.names)
         uses_llm = any(m == "dptext.llm" or m.startswith("dptext.llm.") for m in mods)
         assert uses_llm == (f.name == "icl.py"), f.name
+
+
+def test_dpft_cli_declares_labels_and_code_values(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import dptext.generators.dpft.run as run_mod
+    from dptext.cli import app
+    from dptext.corpus import write_jsonl
+
+    seen = {}
+
+    def fake(corpus, out, **kw):
+        seen.update(kw)
+        return {"parameters": {"documents": 1}, "releases": [], "assumptions": [],
+                "guarantee": {"summary": "x", "method": "y"}}
+
+    monkeypatch.setattr(run_mod, "run_dpft", fake)
+    c = _corpus(6)
+    write_jsonl(({"text": t, "label": y, "sex": s} for t, y, s in
+                 zip(c.texts, c.labels, c.columns["sex"], strict=True)), tmp_path / "in.jsonl")
+    base = ["dpft", "--epsilon", "4", "-i", str(tmp_path / "in.jsonl"), "--label-column",
+            "label", "-o", str(tmp_path / "o.jsonl"), "--metadata", "sex"]
+    res = CliRunner().invoke(app, [*base, "--labels", "sport,business",
+                                   "--code-values", "sex=F,M"])
+    assert res.exit_code == 0, res.output
+    assert seen["code_values"] == {"sex": ("F", "M"), "label": ("sport", "business")}
+    res = CliRunner().invoke(app, base)
+    assert res.exit_code == 0 and seen["code_values"] is None  # released as a DP label set
+    for bad in ("sex", "age=1,2", "sex="):
+        res = CliRunner().invoke(app, [*base, "--code-values", bad])
+        assert res.exit_code == 2, bad
+
+
+def test_undeclared_code_values_are_released_as_a_dp_label_set(tiny):
+    """Without declared values, the labels and metadata values are released by DP partition
+    selection (one "label set" release, L2 √2 for two fields), inside ε; a label of two
+    documents is left out with its documents; declared values outside the data's are
+    refused without naming the private values."""
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
+    from dptext.privacy.labels import PrivateValuesError
+
+    big = _corpus(400)
+    corpus = Corpus((*big.texts, "a rare ward note", "another rare ward note"),
+                    (*big.labels, "rareward", "rareward"),
+                    columns={"sex": big.columns["sex"] + ("F", "M")})
+    cfg = DPFTConfig(epochs=0.05, batch_size=8, max_length=16)
+    gen = DPFineTuneGenerator(6.0, 1e-5, config=cfg, metadata_fields=["sex"], seed=0,
+                              progress=False).fit(corpus, base=tiny())
+    names = [r.name for r in gen.ledger_.releases]
+    assert names == ["label set (label, sex)", "control-code histogram", "DP-SGD fine-tuning"]
+    assert gen.ledger_.releases[0].sensitivity == pytest.approx(math.sqrt(2))
+    assert gen.domains_ == {"label": ("business", "sport"), "sex": ("F", "M")}
+    g = gen.guarantee()
+    assert g.epsilon <= 6.0 and 0.9e-5 <= g.delta <= 1e-5 * (1 + 1e-9)
+    docs = gen.generate(3, sampling=SamplingConfig(max_new_tokens=3),
+                        rng=np.random.default_rng(0))
+    assert all(d["label"] in ("business", "sport") for d in docs)
+    report = gen.privacy_report("test", {})
+    assert any("partition selection" in a for a in report["assumptions"])
+    assert "rareward" not in str(report)
+    with pytest.raises(PrivateValuesError) as err:
+        DPFineTuneGenerator(6.0, config=cfg, code_values={"label": ("sport", "business")},
+                            progress=False).fit(corpus, base=tiny())
+    assert "rareward" not in str(err.value) and "rareward" in err.value.detail

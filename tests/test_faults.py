@@ -173,7 +173,8 @@ def _generate(corpus_csv, out, url, home, extra=(), key_file=None):
             "--label-column", "label", "--llm", f"openai:test-model@{url}",
             "--vocab", "english:3000", "--embedder", "minilm", "--features", "50",
             "--vocab-size", "200", "--length", "4", "--method", "independent",
-            "--sequences-per-class", "8", "--allow-noisy-classes", "--no-progress",
+            "--sequences-per-class", "8", "--no-progress",
+            "--labels", "business,entertainment,politics,sports,tech",
             "--no-cache", "--concurrency", "2", "--timeout", "2", "--seed", "3",
             "--budget-total", "10", *extra]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

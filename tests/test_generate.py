@@ -68,7 +68,8 @@ def test_canary_documents_never_reach_a_prompt(tmp_path):
     corpus = _corpus_with_canaries()
     seeder = KeyphraseSeeder(vocab=_vocab_file(tmp_path), embedder=_embedder(),
                              epsilon_vocab=1.0, epsilon_kde=5.0, vocab_size=500, features=300,
-                             length=8, method="iterative", allow_noisy_classes=True)
+                             length=8, method="iterative",
+                             labels=tuple(sorted(set(corpus.labels))))
     seeder.fit(corpus, rng=np.random.default_rng(1))
     seqs = seeder.sample(4, rng=np.random.default_rng(2))
     released = set(seeder.released_vocabulary_)
@@ -129,7 +130,8 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
             "label", "--document-type", "medical record", "--epsilon-vocab", "1",
             "--epsilon-kde", "5", "--out", str(out), "--llm", "recording:", "--vocab",
             _vocab_file(tmp_path), "--embedder", "model2vec", "--features", "200",
-            "--vocab-size", "300", "--sequences-per-class", "3", "--allow-noisy-classes",
+            "--vocab-size", "300", "--sequences-per-class", "3",
+            "--labels", "business,entertainment,politics,sports,tech",
             "--no-progress", "--no-cache", "--seed", "5"]
     r = _cli(args)
     assert r.exit_code == 0, r.output

@@ -162,12 +162,15 @@ def test_vocabulary_duplicates_and_blank_lines_are_merged_with_a_warning(tmp_pat
 BAD_NUMBERS = [float("nan"), float("inf"), -float("inf"), 0.0, -1.0, -1e-300, "1", None, True]
 
 
-def _tiny_fit(corpus: Corpus, **params):
-    p = dict(vocab=PublicVocabulary("t", ("football", "match", "market", "shares", "bank",
-                                           "profit", "goal", "team")),
+_TINY = dict(vocab=PublicVocabulary("t", ("football", "match", "market", "shares", "bank",
+                                          "profit", "goal", "team")),
              embedder=HashEmbedder(), features=4, vocab_size=8, length=2,
-             allow_noisy_classes=True, vocab_noise_terms=8.0,
-             vocab_noise="laplace")  # ε adds up to exactly 1 + 5
+             vocab_noise_terms=8.0, vocab_noise="laplace")  # ε adds up to exactly 1 + 5
+
+
+def _tiny_fit(corpus: Corpus, **params):
+    # the label set is declared (public, free) unless a test says otherwise
+    p = dict(_TINY, labels=tuple(sorted(set(corpus.labels))) if corpus.labels else None)
     p.update(params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -261,12 +264,16 @@ def test_thousands_of_classes_cost_epsilon_once():
     n = 3000
     corpus = Corpus(tuple(f"football market {i}" for i in range(n)),
                     tuple(f"c{i}" for i in range(n)))
-    with pytest.raises(InputError, match="classes too small"):
-        _tiny_fit(corpus, allow_noisy_classes=False)
-    seeder = _tiny_fit(corpus)
+    seeder = _tiny_fit(corpus)  # declared: no refusal, whatever the class sizes
     assert len(seeder.sketches_.sums) == n
     assert seeder.ledger_.guarantee().epsilon == pytest.approx(6.0)  # parallel composition
     assert len(seeder.sample(1)) == n
+    # not declared: no label of one document survives the DP label set; nothing to draw
+    with pytest.warns(UserWarning, match="no label reached"):
+        seeder = KeyphraseSeeder(**{**_TINY, "labels": None}).fit(
+            corpus, rng=np.random.default_rng(0))
+    assert seeder.sketches_.sums == {} and seeder.sample(1) == []
+    assert seeder.ledger_.releases[0].name == "label set"
 
 
 # ------------------------------------------------------------------ through the CLI
@@ -318,7 +325,7 @@ def test_cli_end_to_end_on_a_hostile_corpus_with_minilm(tmp_path):
         "keyphrases", "-i", str(path), "-o", str(out), "--label-column", "label",
         "--embedder", "minilm", "--vocab", "english:3000", "--features", "20",
         "--vocab-size", "50", "--length", "3", "--method", "independent",
-        "--allow-noisy-classes", "--sequences-per-class", "2", "--seed", "0"])
+        "--labels", "business,sport,weather", "--sequences-per-class", "2", "--seed", "0"])
     assert res.exit_code == 0, res.output
     seqs = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted({s["label"] for s in seqs}) == ["business", "sport", "weather"]

@@ -19,11 +19,13 @@ from dptext.kde.sampler import (
     score_matrix,
 )
 from dptext.kde.sketch import (
+    document_contributions,
     document_windows,
     ensemble_blocks,
     exact_sums,
     release_sketches,
     sketch_for_prefix,
+    sketch_sensitivity,
 )
 from dptext.privacy import NoiseSpec, PrivacyLedger, mechanisms
 from dptext.privacy.audit import epsilon_lower_bound
@@ -128,7 +130,7 @@ def test_one_document_moves_each_feature_by_at_most_sqrt2(docs, extra, blocks):
     seqs = [np.asarray(d, dtype=np.int64) for d in docs]
     base = exact_sums(seqs, emb, [ff], max_windows=8)[0]
     more = exact_sums([*seqs, np.asarray(extra, dtype=np.int64)], emb, [ff], max_windows=8)[0]
-    assert np.max(np.abs(more - base)) <= FEATURE_BOUND + 1e-4
+    assert np.max(np.abs(more - base)) <= FEATURE_BOUND  # exactly: no rounding slack
 
 
 def test_score_matrix_equals_direct_cosines():
@@ -215,6 +217,34 @@ def _worst_case_features(emb_adv: np.ndarray, blocks: int, features: int) -> Fou
     ff = FourierFeatures.draw(D, blocks, features, 1.0, np.random.default_rng(11))
     phase = sum(ff.block_phase(emb_adv[b:b + 1], b)[0] for b in range(blocks))
     return FourierFeatures(ff.omega, (-phase).astype(np.float32) % np.float32(2 * np.pi), 1.0)
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_neighbouring_sums_never_differ_by_more_than_the_stated_sensitivity(blocks):
+    """A document's contribution is computed on its own, in float64, clamped to its bound,
+    and the contributions are summed exactly: D and D ± one document differ by at most the
+    stated sensitivity, with no rounding slack, even for large sums (float32
+    accumulation, as before, overshot the bound)."""
+    emb = unit_vectors(40, seed=5)
+    planted = np.arange(7, 7 + blocks)
+    ff = _worst_case_features(emb[planted], blocks, 256)  # the planted document hits +√2
+    rng = np.random.default_rng(0)
+    base = [rng.choice(np.arange(9, 40), size=int(rng.integers(1, 10)), replace=False)
+            for _ in range(3000)]
+    sens = sketch_sensitivity([ff])
+    before = exact_sums(base, emb, [ff], max_windows=8)[0]
+    assert np.max(np.abs(before)) > 100  # large sums: where float32 rounding bites
+    for where in (len(base), 0, 1234):  # appended, first, in the middle (batches shift)
+        after = exact_sums([*base[:where], planted, *base[where:]], emb, [ff],
+                           max_windows=8)[0]
+        diff = after - before
+        assert np.max(np.abs(diff)) <= FEATURE_BOUND
+        assert np.sum(np.abs(diff)) <= sens.l1
+        assert np.linalg.norm(diff) <= sens.l2
+        assert np.max(diff) > FEATURE_BOUND - 1e-6  # the planted document reaches the bound
+        # the difference is exactly the planted document's own (clamped) contribution
+        own = document_contributions([planted], emb, ff, max_windows=8)[0]
+        assert np.array_equal(diff, own)
 
 
 def _sketch_samples(noise: NoiseSpec, features: int, runs: int, classes: int = 250):

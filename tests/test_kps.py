@@ -39,8 +39,11 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
                              terms_per_doc=80, method=method, features=500, length=6)
     seeder.fit(bbc_small, rng=np.random.default_rng(0))
     g = seeder.ledger_.guarantee()
-    assert g.epsilon <= 7.0 + 1e-9 and g.delta == pytest.approx(1e-5)
-    assert seeder.ledger_.releases[0].name.startswith("vocabulary histogram")
+    # labels not declared: the DP label set (ε = 1 by default with per-stage ε) comes first
+    assert g.epsilon <= 1.0 + 4.0 + 5.0 + 1e-9 and 0.9e-5 <= g.delta <= 1e-5
+    assert [r.name for r in seeder.ledger_.releases[:2]] == [
+        "label set", "vocabulary histogram (english:20000)"]
+    assert seeder.label_set_.values["label"] == tuple(sorted(set(bbc_small.labels)))
     assert sum(r.parallel_group is not None for r in seeder.ledger_.releases) == 5
     seqs = seeder.sample(20, rng=np.random.default_rng(1))
     n_releases = len(seeder.ledger_.releases)
@@ -71,10 +74,21 @@ def test_unlabelled_corpus_and_total_with_dp_label_counts(bbc_small, minilm):
                              vocab_noise="gaussian", features=200, length=4,
                              method="independent", epsilon_labels=0.5)
     seeder.fit(bbc_small, rng=np.random.default_rng(0))
-    assert "label histogram" in [r.name for r in seeder.ledger_.releases]
-    assert seeder.ledger_.guarantee().epsilon <= 1.0 + 5.0 + 0.5 + 1e-9
+    names = [r.name for r in seeder.ledger_.releases]
+    # without declared labels the label set's noisy counts size the classes: no histogram
+    assert "label set" in names and "label histogram" not in names
+    assert seeder.label_counts_ == seeder.label_set_.counts["label"]
+    assert seeder.ledger_.guarantee().epsilon <= 1.0 + 5.0 + 1.0 + 1e-9
     sizes = seeder.class_sizes(total=101)
     assert sum(sizes.values()) == 101
+    declared = KeyphraseSeeder(vocab=load_vocabulary("english:20000"), embedder=minilm,
+                               vocab_noise="gaussian", features=200, length=4,
+                               method="independent", epsilon_labels=0.5,
+                               labels=tuple(sorted(set(bbc_small.labels))))
+    declared.fit(bbc_small, rng=np.random.default_rng(0))
+    names = [r.name for r in declared.ledger_.releases]
+    assert "label histogram" in names and "label set" not in names
+    assert declared.ledger_.guarantee().epsilon <= 1.0 + 5.0 + 0.5 + 1e-9
 
 
 def test_sequence_round_trip():
@@ -195,20 +209,95 @@ def test_vocabulary_audit_catches_unbounded_contributions(capture_releases, monk
 
 
 # ------------------------------------------------------------------ small classes
-def test_tiny_class_is_refused_with_advice(minilm):
-    texts = tuple(["the match ended with a late goal for the home team"] * 40 + ["a budget"])
-    labels = tuple(["sport"] * 40 + ["money"])
-    seeder = KeyphraseSeeder(vocab=load_vocabulary("english:5000"), embedder=minilm,
-                             epsilon_vocab=5.0, epsilon_kde=0.5, features=2000, length=3,
-                             kde_noise="laplace", method="independent")
-    with pytest.raises(InputError, match=r"too small.*'money'.*--allow-noisy-classes"):
-        seeder.fit(Corpus(texts=texts, labels=labels), rng=np.random.default_rng(0))
+def _tiny_corpus(n_small: int, n_big: int = 40) -> Corpus:
+    texts = tuple(["the match ended with a late goal for the home team"] * n_big
+                  + ["a budget for the bank"] * n_small)
+    return Corpus(texts=texts, labels=tuple(["sport"] * n_big + ["money"] * n_small))
 
 
-def test_undeclared_label_is_an_input_error(minilm):
-    c = Corpus(texts=("a goal", "a bank"), labels=("sport", "money"))
-    with pytest.raises(InputError, match="not among the declared labels"):
-        KeyphraseSeeder(labels=("sport",), embedder=minilm).fit(c)
+def _tiny_seeder(**kw) -> KeyphraseSeeder:
+    from dptext.evaluate.privacy_audit import HashEmbedder
+
+    vocab = PublicVocabulary("t", ("match", "goal", "late", "home", "team", "budget", "bank"))
+    return KeyphraseSeeder(**{**dict(
+        vocab=vocab, embedder=HashEmbedder(), epsilon_vocab=5.0, epsilon_kde=0.5,
+        features=2000, length=3, kde_noise="laplace", method="independent", vocab_size=7,
+        vocab_noise_terms=float("inf"), cache_dir=None), **kw})
+
+
+@pytest.mark.parametrize("n_small", [2, 3])
+def test_tiny_class_never_changes_behaviour_or_shows_its_size(n_small):
+    """Finding 1: no refusal or branch on an exact class size, and no exact count said —
+    warnings come from released (noisy) counts only. 2 and 3 documents behave alike."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        seeder = _tiny_seeder(labels=("sport", "money"), epsilon_labels=0.5).fit(
+            _tiny_corpus(n_small), rng=np.random.default_rng(0))
+    assert set(seeder.sketches_.sums) == {"sport", "money"}  # declared: both classes drawn
+    assert len(seeder.sample(2, rng=np.random.default_rng(0))) == 4
+    # the curator's signal estimate is the released noisy count, never the exact size
+    sig = {c.label: c for c in seeder.class_signal_}
+    assert sig["money"].documents == max(seeder.label_counts_["money"], 0.0)
+    assert sig["money"].documents != n_small
+    said = " ".join(str(w.message) for w in caught)
+    noisy = seeder.label_counts_["money"]
+    assert f"'money' (about {max(noisy, 0):.0f} documents by its noisy count" in said
+    assert f"({n_small} documents" not in said  # the old message's exact count
+    assert "refuse" not in said and "too small" not in said
+    # declared labels and no label histogram: nothing released to estimate from, no warning
+    quiet = _tiny_seeder(labels=("sport", "money")).fit(_tiny_corpus(n_small),
+                                                        rng=np.random.default_rng(0))
+    assert all(c.documents is None and c.snr is None for c in quiet.class_signal_)
+
+
+def test_undeclared_tiny_class_is_left_out_by_the_dp_label_set():
+    """Without --labels a label of 2 documents falls below the label set's threshold (it
+    passes only with probability ≤ δ): its documents are in no class."""
+    seeder = _tiny_seeder(epsilon_label_set=2.0).fit(_tiny_corpus(2),
+                                                     rng=np.random.default_rng(0))
+    assert seeder.ledger_.releases[0].name == "label set"
+    assert list(seeder.sketches_.sums) == ["sport"]
+    assert {s.label for s in seeder.sample(3, rng=np.random.default_rng(0))} == {"sport"}
+    assert seeder.label_set_.threshold > 2
+    r = seeder.ledger_.releases[0]
+    assert r.threshold_delta > 0 and r.dimension == 1  # the released labels, not the data's
+
+
+def test_undeclared_label_is_an_input_error_naming_it_on_the_terminal_only():
+    from dptext.privacy.labels import PrivateValuesError
+
+    c = Corpus(texts=("a goal", "a bank"), labels=("sport", "Zebulon ward"))
+    with pytest.raises(InputError, match="not among the declared labels") as err:
+        _tiny_seeder(labels=("sport",)).fit(c)
+    assert isinstance(err.value, PrivateValuesError)
+    assert "Zebulon" not in str(err.value)  # what could reach a file or a log
+    assert "Zebulon ward" in err.value.detail  # for the curator's terminal
+
+
+@pytest.mark.parametrize("vocab_noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("declared", [True, False])
+def test_total_epsilon_is_the_runs_total_with_every_label_release(vocab_noise, declared):
+    """Finding 8: with --epsilon E every release — label histogram, label set, vocabulary,
+    sketches — is inside the one split: the ledger composes to E (it was E + ε_labels)."""
+    labels = ("sport", "money") if declared else None
+    for eps in (2.0, 6.0):
+        seeder = _tiny_seeder(epsilon=eps, epsilon_vocab=None, epsilon_kde=None,
+                              labels=labels, epsilon_labels=0.3, vocab_noise=vocab_noise,
+                              kde_noise="gaussian").fit(_tiny_corpus(300, 300),
+                                                        rng=np.random.default_rng(0))
+        assert set(seeder.sketches_.sums) == {"sport", "money"}
+        names = [r.name for r in seeder.ledger_.releases]
+        assert ("label histogram" in names) == declared and ("label set" in names) != declared
+        g = seeder.ledger_.guarantee()
+        assert g.epsilon == pytest.approx(eps, rel=2e-3) and g.epsilon <= eps * (1 + 1e-9)
+        # δ: the threshold's is OpenDP's certified one, at most its share
+        assert 0.9 * seeder.delta <= g.delta <= seeder.delta * (1 + 1e-9)
+        planned = seeder.planned_releases()
+        from dptext.privacy import compose
+
+        assert compose(planned).epsilon == pytest.approx(g.epsilon, rel=1e-6)
 
 
 def test_private_documents_never_reach_the_embedding_cache(tmp_path, monkeypatch):

@@ -47,6 +47,32 @@ def test_noise_plan_meets_epsilon_through_the_ledger(epsilon, tutor, vocab):
     assert g.epsilon <= rdp <= 1.25 * g.epsilon
 
 
+def test_noise_plan_with_the_dp_label_set_meets_epsilon():
+    from dptext.generators.pate.plan import planned_releases
+    from dptext.privacy import compose
+
+    specs = plan_noise(4.0, 1e-5, tutor=True, vocab=True, tutor_share=0.05, vocab_share=0.2,
+                       label_set_share=0.1)
+    assert specs["label set"].threshold_delta > 0
+    planned = planned_releases(specs)
+    assert planned[0].name == "label set"
+    g = compose(planned)
+    assert 3.98 <= g.epsilon <= 4.0 and g.delta == pytest.approx(1e-5)
+
+
+def test_undeclared_label_error_names_no_private_value():
+    from dptext.corpus import Corpus
+    from dptext.generators.pate.run import _classes
+    from dptext.privacy.labels import PrivateValuesError
+
+    c = Corpus(("a", "b"), ("sport", "Zebulon ward"))
+    with pytest.raises(PrivateValuesError) as err:
+        _classes(c, ("sport",))
+    assert "Zebulon" not in str(err.value) and "Zebulon ward" in err.value.detail
+    assert _classes(c, None) is None  # not declared: the DP label set decides
+    assert _classes(Corpus(("a",)), None) == [None]
+
+
 def test_plan_refuses_shares_that_leave_nothing_for_the_votes():
     with pytest.raises(ValueError, match="nothing for the teacher votes"):
         plan_noise(4.0, 1e-5, tutor=True, vocab=True, tutor_share=0.5, vocab_share=0.5)

@@ -50,11 +50,23 @@ def _all_run_text(out) -> str:
     return "\n".join(f.read_text(encoding="utf-8") for f in files).lower()
 
 
+def _canaries_in_larger_classes():
+    """The canary corpus with 30 more documents a class: enough for the DP label set."""
+    from dptext.corpus import Corpus, read_corpus
+
+    base, bbc = _corpus_with_canaries(), read_corpus("demo:bbc-news/train")
+    labels = np.asarray(bbc.labels)
+    extra = [i for c in sorted(set(bbc.labels)) for i in np.flatnonzero(labels == c)[-30:]]
+    return Corpus(base.texts + tuple(bbc.texts[i] for i in extra),
+                  base.labels + tuple(bbc.labels[i] for i in extra), source=base.source)
+
+
 def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
-    corpus = _corpus_with_canaries()
+    corpus = _canaries_in_larger_classes()
     emb = _embedder()
-    # no declared label names: the prompts use the DP vocabulary, in which the canary words
-    # are public terms (the worst case: only the DP histogram keeps them out)
+    # no declared label names: the classes are the DP label set, and the prompts use the DP
+    # vocabulary, in which the canary words are public terms (the worst case: only the DP
+    # histogram keeps them out)
     cfg = PateConfig(epsilon=4.0, documents=10, candidates_per_doc=3, teachers=8,
                      max_queries=20, vocab=_vocab_file(tmp_path), vocab_size=300,
                      document_type="medical record", seed=3,
@@ -65,6 +77,8 @@ def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
     run = tmp_path / "pate.jsonl.run"
     assert not (run / "votes.json").exists() and not out.exists()
     first = {f: (run / f).read_text() for f in ("ledger.json", "released.json", "run.json")}
+    assert json.loads(first["released.json"])["label_set"]["values"]["label"] == sorted(
+        set(corpus.labels))
     assert len((run / "journal.jsonl").read_text().splitlines()) == 12
 
     with pytest.raises(ValueError, match="--resume"):
@@ -77,13 +91,15 @@ def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
         assert (run / f).read_text() == first[f]
     ledger = json.loads((run / "ledger.json").read_text())["releases"]
     saved = json.loads(first["ledger.json"])["releases"]
-    assert saved[0]["name"] == "label histogram (tutor)"
-    assert saved[1]["name"].startswith("vocabulary histogram")
-    assert ledger[:2] == saved  # no new noise for them, and the votes added once
-    assert [r["name"] for r in ledger[2:]] == ["GNMax teacher votes (20 queries)"]
-    assert ledger[2]["dimension"] == 20 * 6  # the query budget: 20 answered, 5 classes + public
+    assert saved[0]["name"] == "label set" and saved[0]["threshold_delta"] > 0
+    assert saved[1]["name"] == "label histogram (tutor)"
+    assert saved[2]["name"].startswith("vocabulary histogram")
+    assert ledger[:3] == saved  # no new noise for them, and the votes added once
+    assert [r["name"] for r in ledger[3:]] == ["GNMax teacher votes (20 queries)"]
+    assert ledger[3]["dimension"] == 20 * 6  # the query budget: 20 answered, 5 classes + public
     g = report["guarantee"]
     assert 3.98 <= g["epsilon"] <= 4.0 and report["parameters"]["llm_calls"] == 30
+    assert 0.9e-5 <= g["delta"] <= 1e-5
     assert report["parameters"]["queries_answered"] == 20
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(docs) == 10 and {d["label"] for d in docs} <= set(corpus.labels)

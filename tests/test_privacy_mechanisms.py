@@ -232,3 +232,91 @@ def test_split_budget_laplace_and_mixed():
     assert ledger.guarantee().epsilon <= 6.0 + 1e-9
     with pytest.raises(ValueError, match="sum to 1"):
         split_budget(6.0, 1e-5, {"a": 0.5, "b": 0.6}, {"a": "laplace", "b": "laplace"})
+
+
+# ------------------------------------------------------------------ the DP label set
+def test_label_set_keeps_frequent_labels_and_drops_labels_of_one_document():
+    from dptext.privacy.labels import release_label_set, standalone_spec
+
+    spec = standalone_spec("gaussian", 1.0, 1e-5)
+    assert spec.threshold_delta == pytest.approx(5e-6) and spec.delta == pytest.approx(5e-6)
+    labels = ["big"] * 500 + ["mid"] * 200 + ["one"]
+    seen_one = 0
+    for _ in range(300):
+        ledger = PrivacyLedger()
+        out = release_label_set(labels, spec, ledger=ledger)
+        assert {"big", "mid"} <= set(out.values["label"])
+        seen_one += "one" in out.values["label"]
+    assert seen_one == 0  # released with probability ≤ 5e-6 per run
+    (r,) = ledger.releases
+    assert r.name == "label set" and r.mechanism == "gaussian" and r.sensitivity == 1.0
+    assert 0 < r.threshold_delta <= 5e-6 and r.delta == pytest.approx(5e-6 + r.threshold_delta)
+    assert r.dimension == len(out.values["label"])  # released labels, not the data's
+    assert "τ =" in r.sensitivity_reason and out.threshold > 1
+    assert abs(out.counts["label"]["big"] - 500) < 6 * r.noise_scale  # noisy, near
+    g = ledger.guarantee()
+    assert g.epsilon == pytest.approx(1.0, rel=1e-3) and g.delta == pytest.approx(r.delta)
+    assert "threshold" in g.method
+
+
+def test_label_set_threshold_is_certified_by_opendp():
+    """A label of one document passes with about the threshold δ (not more)."""
+    from dptext.privacy.labels import _threshold_measurement
+
+    for kind, delta in (("gaussian", 1e-3), ("laplace", 0.0)):
+        cal = _threshold_measurement(kind, 1, 2.0, delta, 0.05)
+        assert cal.threshold_delta <= 0.05
+        hits = sum(bool(cal.measurement({"x": 1.0})) for _ in range(4000))
+        assert hits / 4000 < 0.05 + 0.02  # ~ the certified δ
+        assert hits / 4000 > 0.02  # and the threshold is not wildly conservative
+
+
+def test_label_set_composes_with_other_releases_and_splits_the_budget():
+    from dptext.privacy.labels import (
+        LABEL_SET,
+        planned_value_set,
+        release_label_set,
+        release_value_sets,
+    )
+    from dptext.privacy.split import split_budget
+
+    shares = {LABEL_SET: 0.1, "vocab": 0.4, "kde": 0.5}
+    specs = split_budget(6.0, 1e-5, shares, dict.fromkeys(shares, "gaussian"),
+                         thresholds=[LABEL_SET])
+    assert specs[LABEL_SET].threshold_delta == pytest.approx(5e-6)
+    assert sum(s.total_delta for s in specs.values()) == pytest.approx(1e-5)
+    ledger = PrivacyLedger()
+    release_label_set(["a"] * 300 + ["b"] * 200, specs[LABEL_SET], ledger=ledger)
+    for stage in ("vocab", "kde"):
+        release(np.zeros(5), Sensitivity(1, 1, "t"), specs[stage], ledger=ledger, name=stage)
+    g = ledger.guarantee()
+    assert g.epsilon == pytest.approx(6.0, rel=2e-3) and g.epsilon <= 6.0
+    assert g.delta <= 1e-5 * (1 + 1e-9)
+    planned = [planned_value_set(specs[LABEL_SET]), *ledger.releases[1:]]
+    assert compose(planned).epsilon >= g.epsilon - 1e-9  # the plan bounds the release
+    # laplace label set: pure ε plus its threshold δ
+    lap = PrivacyLedger()
+    release_label_set(["a"] * 300, NoiseSpec("laplace", 1.0, threshold_delta=1e-6),
+                      ledger=lap)
+    assert lap.guarantee().epsilon == pytest.approx(1.0) and 0 < lap.guarantee().delta <= 1e-6
+    # several fields (dpft's codes): one document, one value per field: L2 √k
+    multi = PrivacyLedger()
+    out = release_value_sets({"label": ["a"] * 300 + ["b"] * 300, "sex": ["F", "M"] * 300},
+                             NoiseSpec("gaussian", 2.0, 1e-6, threshold_delta=1e-6),
+                             ledger=multi)
+    assert out.values == {"label": ("a", "b"), "sex": ("F", "M")}
+    assert multi.releases[0].sensitivity == pytest.approx(math.sqrt(2))
+    assert multi.releases[0].name == "label set (label, sex)"
+
+
+def test_threshold_specs_are_refused_by_plain_releases():
+    with pytest.raises(ValueError, match="partition selection"):
+        release(np.zeros(2), Sensitivity(1, 1, "t"),
+                NoiseSpec("gaussian", 1.0, 1e-6, threshold_delta=1e-6),
+                ledger=PrivacyLedger(), name="x")
+    with pytest.raises(ValueError, match="threshold_delta"):
+        NoiseSpec("laplace", 1.0, threshold_delta=1.5)
+    from dptext.privacy.labels import release_label_set
+
+    with pytest.raises(ValueError, match="threshold_delta"):
+        release_label_set(["a"], NoiseSpec("laplace", 1.0), ledger=PrivacyLedger())

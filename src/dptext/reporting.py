@@ -22,13 +22,14 @@ from rich.text import Text
 
 from dptext import __version__
 from dptext.privacy import PrivacyLedger
+from dptext.privacy.labels import LABEL_SET_NOTE
 
 ASSUMPTIONS = (
     "Neighbouring corpora differ by one whole document (add/remove).",
     "The public vocabulary, the embedding model and the LLM are public and fixed before the run.",
 )
-LABELS_FROM_DATA = ("The label set was read from the private data and is treated as public; "
-                    "declare it with --labels if a label name could itself be sensitive.")
+#: the note of a run whose label set was not declared (it was released with DP)
+LABELS_FROM_DATA = LABEL_SET_NOTE
 
 
 def report_path(out: str | Path) -> Path:
@@ -38,9 +39,11 @@ def report_path(out: str | Path) -> Path:
 
 
 def build_report(ledger: PrivacyLedger, *, command: str, parameters: dict[str, Any],
-                 notes: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+                 notes: list[str] | tuple[str, ...] = (), budget=None) -> dict[str, Any]:
+    """``budget``: the ``CorpusBudget`` this run was charged to (its key goes in the
+    report: dataset id or content fingerprint — never the fingerprint itself)."""
     g = ledger.guarantee()
-    return {
+    report = {
         "dptext_version": __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
@@ -50,6 +53,15 @@ def build_report(ledger: PrivacyLedger, *, command: str, parameters: dict[str, A
         "parameters": parameters,
         "assumptions": [*ASSUMPTIONS, *notes],
     }
+    if budget is not None:
+        add_budget(report, budget)
+    return report
+
+
+def add_budget(report: dict[str, Any], budget) -> dict[str, Any]:
+    """Say in ``report`` which persistent ledger the run was charged to."""
+    report["budget"] = budget.report_entry()
+    return report
 
 
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
@@ -94,6 +106,11 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     notes.add_column(style="dim")
     for note in report["assumptions"]:
         notes.add_row("•", note)
+    b = report.get("budget")
+    if b:
+        which = (f"dataset id {b['dataset_id']!r} ({b['source']})" if b["key"] == "dataset id"
+                 else "content fingerprint")
+        notes.add_row("•", f"Budget ledger: {which} — {b['meaning']}.")
     console.print(notes)
 
 

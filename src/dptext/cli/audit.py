@@ -19,7 +19,7 @@ from dptext.cli.app import app, console
 def audit(
     only: Annotated[str | None, typer.Option(
         help="Comma-separated audits to run (default: all): laplace, gaussian, vocabulary, "
-        "labels, kde, kde-gaussian, dpkps.")] = None,
+        "labels, kde, kde-gaussian, dpkps, label-set.")] = None,
     runs: Annotated[float, typer.Option(
         help="Multiplier on every audit's number of runs (1: the fast default, about a "
         "minute; 10: ten times more samples and tighter bounds).")] = 1.0,

@@ -68,6 +68,9 @@ def augpe(
     vocab_share: Annotated[float, typer.Option(
         help="Share of the budget (Gaussian μ²) spent on the DP vocabulary.",
         rich_help_panel=AUGPE)] = 0.2,
+    label_set_share: Annotated[float, typer.Option(
+        help="Share of the budget (Gaussian μ²) spent on the DP label set when --labels is "
+        "not given.", rich_help_panel=AUGPE)] = 0.1,
     vocab: o.Vocab = o.D["vocab"],
     vocab_size: o.VocabSize = o.D["vocab_size"],
     terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
@@ -97,9 +100,10 @@ def augpe(
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
     """Aug-PE: evolve LLM texts toward the private corpus through DP nearest-neighbour votes."""
-    from dptext.corpus import read_corpus, write_jsonl
+    from dptext.corpus import InputError, read_corpus, write_jsonl
     from dptext.generators.augpe import (
         CLASS_NAMES_NOTE,
         LLM_NOTE,
@@ -109,7 +113,9 @@ def augpe(
         run_augpe,
     )
     from dptext.llm import LLMError, PromptCache, make_backend
+    from dptext.privacy import PrivacyLedger
     from dptext.privacy.budget import corpus_fingerprint
+    from dptext.privacy.labels import LABEL_SET, check_declared, release_label_set
     from dptext.reporting import (
         LABELS_FROM_DATA,
         build_report,
@@ -123,34 +129,51 @@ def augpe(
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         console.print(f"read {corpus.source}: {len(corpus)} documents")
         declared = o.parse_labels(labels)
-        classes = list(declared) if declared else (
-            sorted(set(corpus.labels)) if corpus.labels is not None else [None])
+        if declared and corpus.labels is None:
+            raise InputError("labels were declared but the corpus has no label column")
+        if declared:
+            check_declared(corpus.labels, declared, source=corpus.source)
+        # without declared labels the classes are the DP label set, released below
+        release_set = corpus.labels is not None and declared is None
         if per_class is not None and total is not None:
             raise ValueError("give either --per-class or --total")
-        n_c = per_class if per_class is not None else (
-            max(1, total // len(classes)) if total is not None else 10)
-        cfg = AugPEConfig(
-            document_type=document_type, per_class=n_c, iterations=iterations,
-            selection=selection, threshold=threshold, copies=copies, variation=variation,
-            mask_rate=mask_rate, random_words=random_words, vocab=vocab,
-            vocab_size=vocab_size, terms_per_doc=terms_per_doc, vocab_share=vocab_share,
-            embedder=embedder, class_names=augpe_class_names, target_words=target_words,
-            max_tokens=max_tokens, temperature=temperature, top_p=top_p)
-        noise = cfg.noise(epsilon, delta)
-        try:
-            backend = make_backend(llm)
-        except LLMError as e:
-            raise ValueError(str(e)) from None
-        config = {"input": input, "text_column": text_column, "label_column": label_column,
-                  "format": format, "labels": labels, "epsilon": epsilon, "delta": delta,
-                  "config": cfg.to_dict(), "seed": seed}
-        fingerprint = corpus_fingerprint(corpus.texts, corpus.labels)
         state = RunState(run_dir_for(out))
+        saved = None
         if state.started():
             if not resume:
                 raise ValueError(f"{state.dir} exists from an earlier run: pass --resume to "
                                  "continue it, or remove it to start a new one")
             saved = state.load_run()
+        classes = saved["classes"] if saved else (
+            list(declared) if declared else None if release_set else [None])
+
+        def config_for(classes: list | None) -> AugPEConfig:
+            n_c = per_class if per_class is not None else (
+                max(1, total // max(len(classes or ()), 1)) if total is not None else 10)
+            return AugPEConfig(
+                document_type=document_type, per_class=n_c, iterations=iterations,
+                selection=selection, threshold=threshold, copies=copies, variation=variation,
+                mask_rate=mask_rate, random_words=random_words, vocab=vocab,
+                vocab_size=vocab_size, terms_per_doc=terms_per_doc, vocab_share=vocab_share,
+                label_set_share=label_set_share, embedder=embedder,
+                class_names=augpe_class_names, target_words=target_words,
+                max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+
+        cfg = config_for(classes)
+        noise = cfg.noise(epsilon, delta, label_set=release_set)
+        try:
+            backend = make_backend(llm)
+        except LLMError as e:
+            raise ValueError(str(e)) from None
+
+        def config_of(cfg: AugPEConfig) -> dict:
+            return {"input": input, "text_column": text_column, "label_column": label_column,
+                    "format": format, "labels": labels, "epsilon": epsilon, "delta": delta,
+                    "config": cfg.to_dict(), "seed": seed}
+
+        config = config_of(cfg)
+        fingerprint = corpus_fingerprint(corpus.texts, corpus.labels)
+        if saved is not None:
             changed = [k for k in RELEASE_KEYS if k != "seed"
                        and saved["config"].get(k) != config.get(k)]
             if seed is not None and saved["config"]["seed"] != seed:
@@ -162,16 +185,36 @@ def augpe(
                                  f"run in {state.dir}; use the same options and data, or "
                                  "remove that folder to start a new run")
             run_seed = saved["llm_seed"]
+            budget_key = saved.get("budget")
             console.print(f"resuming {state.dir}")
         else:
+            # the label set's partitions are not known yet; the plan's cost does not
+            # depend on them (one parallel group per iteration)
+            planned = planned_releases(noise, classes if classes is not None else ["?"])
             run_seed = seed if seed is not None else _secrets.randbits(31)
             # the whole plan is charged to the corpus before the first release
-            o.charge_plan(corpus, budget_total, planned_releases(noise, classes),
-                          allow_budget_overrun, command="augpe",
-                          parameters={"config": cfg.to_dict(), "epsilon": epsilon})
+            budget = o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
+                                   command="augpe",
+                                   parameters={"config": cfg.to_dict(), "epsilon": epsilon},
+                                   dataset_id=dataset_id, input=input)
+            budget_key = budget.report_entry()
+            if release_set:
+                ledger = PrivacyLedger(epsilon_cap=epsilon)
+                released = release_label_set(corpus.labels, noise[LABEL_SET], ledger=ledger)
+                state.save_label_set(released, ledger.releases)  # before run.json
+                classes = list(released.values["label"])
+                if not classes:
+                    raise ValueError(
+                        f"no label reached the DP label set's threshold (a noisy count of "
+                        f"{released.threshold:.0f}); the run's budget is spent and there is "
+                        "no class to write for. Declare --labels, or raise --epsilon or "
+                        "--label-set-share.")
+                cfg = config_for(classes)
+                config = config_of(cfg)
             state.save_run({"config": config, "llm_seed": run_seed,
                             "fingerprint": fingerprint,
-                            "classes": classes})
+                            "classes": classes, "budget": budget_key})
+        n_c = cfg.per_class
         console.print(f"Aug-PE: {len(classes)} classes × {n_c} texts, {iterations} "
                       f"iterations, {backend.identity}")
         try:
@@ -198,6 +241,8 @@ def augpe(
                   "prompts": result.prompts[-1], "class_names_in_prompts": augpe_class_names,
                   "vocabulary_size": len(result.vocabulary) if result.vocabulary else 0}
         report = build_report(result.ledger, command="augpe", parameters=params, notes=notes)
+        if budget_key:
+            report["budget"] = budget_key
         print_report(report, console)
         console.print(f"wrote {n} documents to {out} ({result.prompts[-1]} prompts)")
         console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -17,17 +17,20 @@ def budget(
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
-    """Show the privacy spent on a corpus by every run recorded in its ledger."""
+    """Show the privacy spent on a corpus (or its named dataset) by every run recorded in
+    its ledger."""
     from dptext.corpus import read_corpus
-    from dptext.privacy.budget import CorpusBudget, corpus_fingerprint
+    from dptext.privacy.budget import open_budget
 
     with o.user_errors():
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
-        b = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
-    table = Table(title=f"Privacy ledger of {input} ({b.fingerprint[:12]}…)",
-                  title_justify="left")
+        b = open_budget(corpus, dataset_id=dataset_id, input=input)
+    key = (f"dataset {b.dataset_id!r}" if b.dataset_id is not None
+           else f"content {b.fingerprint[:12]}…")
+    table = Table(title=f"Privacy ledger of {input} ({key})", title_justify="left")
     # fits 80 columns: numbers and times never wrap, a long command folds
     table.add_column("run", no_wrap=True)
     table.add_column("command", overflow="fold")
@@ -44,3 +47,4 @@ def budget(
     total = f" of a total ε = {b.total:g} ({b.total_source})" if b.total is not None else \
         " (no total budget set)"
     out.print(f"spent: {b.spent()}{total}")
+    out.print(f"ledger key: {b.describe()}")

@@ -26,6 +26,21 @@ def _epsilon(value: str) -> float:
     return v
 
 
+def _code_values(specs: list[str] | None, fields: list[str]) -> dict[str, tuple[str, ...]]:
+    """``FIELD=V1,V2`` options as {field: values}, for fields named by --metadata."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs or ():
+        field, sep, values = spec.partition("=")
+        field = field.strip()
+        vals = tuple(v.strip() for v in values.split(",") if v.strip())
+        if not sep or not field or not vals:
+            raise typer.BadParameter(f"--code-values {spec!r}: expected FIELD=V1,V2,...")
+        if field not in fields:
+            raise typer.BadParameter(f"--code-values {field!r}: not a --metadata field")
+        out[field] = vals
+    return out
+
+
 @app.command("dpft")
 def dpft(
     input: o.InputPath,
@@ -55,6 +70,10 @@ def dpft(
     metadata: Annotated[str | None, typer.Option(
         help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
         rich_help_panel=DPFT)] = None,
+    code_values: Annotated[list[str] | None, typer.Option(
+        "--code-values", help="Public values of a --metadata field, FIELD=V1,V2,... "
+        "(repeatable). Fields (and the label) not declared are released with DP partition "
+        "selection, charged to ε.", rich_help_panel=DPFT)] = None,
     multitask: Annotated[bool, typer.Option(
         help="Train a classifier head jointly (the multi-task blog).", rich_help_panel=DPFT)
     ] = False,
@@ -68,10 +87,12 @@ def dpft(
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
+    labels: o.Labels = None,
     seed: o.Seed = None,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
     """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
     from dptext.corpus import read_corpus
@@ -83,6 +104,9 @@ def dpft(
     with o.user_errors():
         eps = _epsilon(epsilon)
         fields = [f.strip() for f in metadata.split(",")] if metadata else []
+        declared = _code_values(code_values, fields)
+        if o.parse_labels(labels):
+            declared["label"] = o.parse_labels(labels)
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid,
                              extra_columns=fields)
@@ -95,7 +119,8 @@ def dpft(
         def charge(planned):  # the whole plan, before any model is loaded or release made
             budget = o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
                                    command="dpft", run_id=run_id,
-                                   parameters={"epsilon": epsilon, "delta": delta})
+                                   parameters={"epsilon": epsilon, "delta": delta},
+                                   dataset_id=dataset_id, input=input)
             return lambda releases: settle_run(budget, run_id, releases)
 
         cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
@@ -105,8 +130,8 @@ def dpft(
                           n_documents=documents, model=model, config=cfg,
                           sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
                                                   top_p=top_p),
-                          pplm=pplm, metadata_fields=fields, seed=seed, progress=progress,
-                          charge=charge)
+                          pplm=pplm, metadata_fields=fields, code_values=declared or None,
+                          seed=seed, progress=progress, charge=charge)
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out}")
         console.print(f"privacy report: {report_path(out)}")

@@ -31,7 +31,8 @@ RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "voc
                 "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share", "vocab_noise_terms",
                 "delta", "vocab_noise", "kde_noise",
                 "terms_per_doc", "vocab_size", "method", "ensemble", "length", "features",
-                "bandwidth", "sampling", "epsilon_labels", "sequences_per_class",
+                "bandwidth", "sampling", "epsilon_labels", "label_set_share",
+                "epsilon_label_set", "sequences_per_class",
                 "total_sequences", "seed")
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
@@ -129,15 +130,17 @@ def generate(
     sampling: o.Sampling = o.D["sampling"],
     vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
+    label_set_share: o.LabelSetShare = o.D["label_set_share"],
+    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Documents per class (default 100 when --total-sequences is not given).")] = None,
     total_sequences: Annotated[int | None, typer.Option(
         help="Total documents, split equally or by the DP label histogram (--epsilon-labels)."
     )] = None,
-    allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
     (--method dpft: a local LM fine-tuned with DP-SGD instead, see 'dptext dpft';
@@ -149,10 +152,11 @@ def generate(
         if epsilon is None:
             raise typer.BadParameter("--method dpft needs --epsilon (the run's total ε)")
         return dpft(input=input, out=out, epsilon=str(epsilon), delta=delta,
-                    documents=total_sequences, text_column=text_column,
+                    documents=total_sequences, labels=labels, text_column=text_column,
                     label_column=label_column, format=format, encoding=encoding,
                     skip_invalid=skip_invalid, seed=seed, progress=progress,
-                    budget_total=budget_total, allow_budget_overrun=allow_budget_overrun)
+                    budget_total=budget_total, allow_budget_overrun=allow_budget_overrun,
+                    dataset_id=dataset_id)
     if method == "augpe":
         from dptext.cli.augpe import augpe
 
@@ -166,7 +170,8 @@ def generate(
                      format=format, encoding=encoding, skip_invalid=skip_invalid,
                      labels=labels, vocab=vocab, vocab_size=vocab_size,
                      terms_per_doc=terms_per_doc, embedder=embedder, seed=seed,
-                     budget_total=budget_total, allow_budget_overrun=allow_budget_overrun)
+                     budget_total=budget_total, allow_budget_overrun=allow_budget_overrun,
+                     dataset_id=dataset_id, label_set_share=label_set_share)
     if method == "pate":
         from dptext.cli.pate import pate
 
@@ -181,7 +186,8 @@ def generate(
                     label_column=label_column, format=format, encoding=encoding,
                     skip_invalid=skip_invalid, seed=seed or 0, resume=resume, cache=cache,
                     progress=progress, budget_total=budget_total,
-                    allow_budget_overrun=allow_budget_overrun)
+                    allow_budget_overrun=allow_budget_overrun, dataset_id=dataset_id,
+                    label_set_share=label_set_share)
     from dptext.generators.kps import KeyphraseSequence
     from dptext.llm import (
         DocumentOptions,
@@ -240,6 +246,7 @@ def generate(
                     if line.strip()]
             ledger = PrivacyLedger.load(ledger_path)
             params, notes, run_seed = saved["parameters"], saved["notes"], saved["llm_seed"]
+            budget_key = saved.get("budget")
             console.print(f"resuming {run_dir}: {len(seqs)} saved sequences, no new DP noise")
             if shots:  # few-shot examples may be new on resume: check them too
                 from dptext.corpus import read_corpus
@@ -272,10 +279,12 @@ def generate(
                 vocab_noise_terms=vocab_noise_terms,
                 method=method, ensemble=ensemble, length=length, features=features,
                 bandwidth=bandwidth, sampling=sampling, labels=declared,
-                epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
-            budget = o.corpus_budget(corpus, budget_total,
-                                     KeyphraseSeeder(**seeder_params).planned_releases(),
-                                     allow_budget_overrun)
+                epsilon_labels=epsilon_labels, label_set_share=label_set_share,
+                epsilon_label_set=epsilon_label_set)
+            budget = o.corpus_budget(
+                corpus, budget_total,
+                KeyphraseSeeder(**seeder_params).planned_releases(corpus.labels is not None),
+                allow_budget_overrun, dataset_id=dataset_id, input=input)
             seeder, rng = fit_seeder(corpus, seed=seed, **seeder_params)
             seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
             notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
@@ -287,6 +296,7 @@ def generate(
             # saved; --resume reuses the saved release and charges nothing
             o.commit_budget(budget, ledger, command="generate", parameters=params,
                             allow_overrun=allow_budget_overrun)
+            budget_key = budget.report_entry()
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)
             # the releases only (PrivacyLedger.load reads them back); composing is done once,
@@ -298,7 +308,8 @@ def generate(
             # run.json last and atomically: its presence means the release is complete
             tmp = run_json.with_name(run_json.name + ".tmp")
             tmp.write_text(json.dumps({"config": config, "parameters": params,
-                                       "notes": notes, "llm_seed": run_seed},
+                                       "notes": notes, "llm_seed": run_seed,
+                                       "budget": budget_key},
                                       indent=2, default=str))
             tmp.replace(run_json)
             console.print(f"saved {len(seqs)} DP keyphrase sequences to {seqs_path}")
@@ -338,5 +349,7 @@ def generate(
                       "min_coverage": min_coverage}
         report = build_report(ledger, command="generate", parameters=run_params,
                               notes=[*notes, LLM_NOTE, *([FEW_SHOT_NOTE] if shots else [])])
+        if budget_key:
+            report["budget"] = budget_key
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -39,7 +39,8 @@ def seeder_parameters(seeder) -> dict:
              "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
+             "windows_per_doc", "labels", "epsilon_labels", "label_set_share",
+             "epsilon_label_set", "vocab_noise_terms")
     return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
                                                  type(None)) else str(getattr(seeder, n))
             for n in names}
@@ -74,16 +75,18 @@ def keyphrases(
     sampling: o.Sampling = o.D["sampling"],
     vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
+    label_set_share: o.LabelSetShare = o.D["label_set_share"],
+    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
     ] = None,
     total_sequences: Annotated[int | None, typer.Option(
         help="Total sequences, split equally or by the DP label histogram (--epsilon-labels)."
     )] = None,
-    allow_noisy_classes: o.AllowNoisy = False,
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
     """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
     from dptext.corpus import read_corpus, write_jsonl
@@ -108,12 +111,13 @@ def keyphrases(
             vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
-            allow_noisy_classes=allow_noisy_classes)
+            label_set_share=label_set_share, epsilon_label_set=epsilon_label_set)
         from dptext.generators.kps import KeyphraseSeeder
 
-        budget = o.corpus_budget(corpus, budget_total,
-                                 KeyphraseSeeder(**params).planned_releases(),
-                                 allow_budget_overrun)
+        budget = o.corpus_budget(
+            corpus, budget_total,
+            KeyphraseSeeder(**params).planned_releases(corpus.labels is not None),
+            allow_budget_overrun, dataset_id=dataset_id, input=input)
         seeder, rng = fit_seeder(corpus, seed=seed, **params)
         o.commit_budget(budget, seeder.ledger_, command="keyphrases",
                         parameters=seeder_parameters(seeder),
@@ -126,6 +130,6 @@ def keyphrases(
         console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
         notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
         report = build_report(seeder.ledger_, command="keyphrases",
-                              parameters=seeder_parameters(seeder), notes=notes)
+                              parameters=seeder_parameters(seeder), notes=notes, budget=budget)
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")

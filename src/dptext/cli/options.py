@@ -47,8 +47,9 @@ SkipInvalid = Annotated[bool, typer.Option(
     help="Drop empty documents or rows without a label instead of stopping.",
     rich_help_panel=INPUT)]
 Labels = Annotated[str | None, typer.Option(
-    help="Comma-separated public label set (otherwise read from the data and treated as "
-    "public).", rich_help_panel=INPUT)]
+    help="Comma-separated public label set (free). Without it the label set is released "
+    "with DP partition selection (the 'label set' release, charged to the run's ε): labels "
+    "of too few documents are dropped, with their documents.", rich_help_panel=INPUT)]
 
 Vocab = Annotated[str, typer.Option(
     help="Public vocabulary: english, english:N, glove, glove:N, medical, or a file "
@@ -63,11 +64,12 @@ EpsKde = Annotated[float | None, typer.Option(
     help="ε for the DP KDE sketches (default 5 unless --epsilon is given).",
     rich_help_panel=SEEDER)]
 Epsilon = Annotated[float | None, typer.Option(
-    help="Total ε of the run, split between vocabulary and sketches by --vocab-share "
-    "(Gaussian stages composed exactly); instead of --epsilon-vocab/--epsilon-kde.",
-    rich_help_panel=SEEDER)]
+    help="Total ε of the run: every release (label set, label histogram, vocabulary, "
+    "sketches) is inside it (Gaussian stages composed exactly); instead of "
+    "--epsilon-vocab/--epsilon-kde.", rich_help_panel=SEEDER)]
 VocabShare = Annotated[float, typer.Option(
-    help="Share of a total --epsilon spent on the vocabulary.", rich_help_panel=SEEDER)]
+    help="Share of a total --epsilon spent on the vocabulary (of what the label releases "
+    "leave; the sketches get the rest).", rich_help_panel=SEEDER)]
 Delta = Annotated[float, typer.Option(
     help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
 VocabNoise = Annotated[str, typer.Option(
@@ -98,10 +100,15 @@ Sampling = Annotated[str, typer.Option(
     help="contrastive (class-specific terms first) or proportional (the paper's).",
     rich_help_panel=SEEDER)]
 EpsLabels = Annotated[float, typer.Option(
-    help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes).",
+    help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes); "
+    "part of a total --epsilon. Without --labels the label set's noisy counts are used "
+    "instead, at no further cost.", rich_help_panel=SEEDER)]
+LabelSetShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent on the DP label set when --labels is not given.",
     rich_help_panel=SEEDER)]
-AllowNoisy = Annotated[bool, typer.Option(
-    help="Go on even when a class is far too small to carry signal.", rich_help_panel=SEEDER)]
+EpsLabelSet = Annotated[float, typer.Option(
+    help="ε of the DP label set when --labels is not given, with --epsilon-vocab/"
+    "--epsilon-kde (on top of them).", rich_help_panel=SEEDER)]
 Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
 
 BUDGET = "Privacy budget (across runs)"
@@ -112,16 +119,23 @@ BudgetTotal = Annotated[float | None, typer.Option(
 AllowOverrun = Annotated[bool, typer.Option(
     help="Run even if it takes the corpus past its total budget (recorded as an overrun).",
     rich_help_panel=BUDGET)]
+DatasetId = Annotated[str | None, typer.Option(
+    help="Name of the dataset whose budget this run spends: one ledger for every version "
+    "of the corpus (default: dataset_id or [datasets] in config.toml, else a ledger per "
+    "exact content).", rich_help_panel=BUDGET)]
 
 
-def corpus_budget(corpus, total: float | None, planned, allow_overrun: bool):
-    """Open the persistent ledger of ``corpus`` and refuse a run that cannot fit."""
-    from dptext.privacy.budget import CorpusBudget, corpus_fingerprint
+def corpus_budget(corpus, total: float | None, planned, allow_overrun: bool, *,
+                  dataset_id: str | None = None, input: str | None = None):
+    """Open the persistent ledger of ``corpus`` (by dataset id, or by its content) and
+    refuse a run that cannot fit."""
+    from dptext.privacy.budget import open_budget
 
-    budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=total)
+    budget = open_budget(corpus, total=total, dataset_id=dataset_id, input=input)
     budget.check(planned, allow_overrun=allow_overrun)
+    console.print(f"privacy budget: {budget.describe()}")
     if budget.runs:
-        console.print(f"this corpus has {len(budget.runs)} earlier run(s), which spent "
+        console.print(f"it has {len(budget.runs)} earlier run(s), which spent "
                       f"{budget.spent()}" + (f" of a total ε = {budget.total:g}"
                                              if budget.total is not None else ""))
     return budget
@@ -133,8 +147,9 @@ def commit_budget(budget, ledger, *, command: str, parameters: dict,
     after = budget.commit(ledger, command=command, parameters=parameters,
                           allow_overrun=allow_overrun, run_id=run_id)
     total = f" of ε = {budget.total:g}" if budget.total is not None else ""
-    console.print(f"privacy spent on this corpus, all runs: {after}{total} "
-                  f"(ledger {budget.fingerprint[:8]})")
+    name = budget.dataset_id if budget.dataset_id is not None else budget.fingerprint[:8]
+    console.print(f"privacy spent on this {budget.noun}, all runs: {after}{total} "
+                  f"(ledger {name})")
     if budget.total is not None and after.epsilon > budget.total * (1 + 1e-9):
         console.print("[yellow]warning:[/yellow] this run went past the corpus's total budget "
                       "(--allow-budget-overrun)")
@@ -165,6 +180,7 @@ def user_errors():
     """Turn bad input into a one-line message and exit code 2, and show warnings."""
     from dptext.corpus import InputError
     from dptext.privacy import BudgetExceededError
+    from dptext.privacy.labels import PrivateValuesError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -172,6 +188,10 @@ def user_errors():
             yield
         except (InputError, ValueError, BudgetExceededError) as e:
             console.print(f"[bold red]error:[/bold red] {escape(str(e))}", soft_wrap=True)
+            if isinstance(e, PrivateValuesError) and console.is_terminal:
+                # private values (labels): the curator's terminal only, never a file or a
+                # redirected stream
+                console.print(f"  {escape(e.detail)}", soft_wrap=True)
             raise typer.Exit(2) from None
         finally:
             for w in caught:
@@ -186,15 +206,18 @@ def ensure_parent(path: Path) -> Path:
 
 
 def charge_plan(corpus, total: float | None, planned, allow_overrun: bool, *, command: str,
-                parameters: dict, run_id: str | None = None):
+                parameters: dict, run_id: str | None = None, dataset_id: str | None = None,
+                input: str | None = None):
     """The budget policy of every method: before the run's first release, its whole plan
     (``planned``: the releases it will make, or ``budget.planned_run``) is checked against
     the corpus's persistent budget AND charged to it, so a run that fails, is killed or is
     abandoned afterwards is still counted. A resumed run charges nothing again. ``run_id``
-    names the run in the ledger (for ``budget.settle_run``)."""
+    names the run in the ledger (for ``budget.settle_run``); ``dataset_id`` and
+    ``input`` choose the ledger (``corpus_budget``)."""
     from dptext.privacy import PrivacyLedger
 
-    budget = corpus_budget(corpus, total, planned, allow_overrun)
+    budget = corpus_budget(corpus, total, planned, allow_overrun, dataset_id=dataset_id,
+                           input=input)
     commit_budget(budget, PrivacyLedger(releases=list(planned)), command=command,
                   parameters=parameters, allow_overrun=allow_overrun, run_id=run_id)
     return budget

@@ -42,6 +42,9 @@ def pate(
     vocab_share: Annotated[float, typer.Option(
         help="Share of ε for the DP vocabulary (only without --labels).",
         rich_help_panel=PATE)] = 0.2,
+    label_set_share: Annotated[float, typer.Option(
+        help="Share of ε for the DP label set (only without --labels, on a labelled "
+        "corpus).", rich_help_panel=PATE)] = 0.1,
     embedder: o.Embedder = "minilm",
     document_type: Annotated[str, typer.Option(
         help="What to write, e.g. 'news article'.", rich_help_panel=LLM)] = "document",
@@ -72,19 +75,21 @@ def pate(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
+    dataset_id: o.DatasetId = None,
 ) -> None:
     """Public LLM candidates, teachers on disjoint shards, a student on noisy (GNMax)
     votes and a DP label-distribution tutor (docs/pate.md)."""
     from dptext.corpus import read_corpus
     from dptext.generators.pate import BudgetHooks, PateConfig, run_pate
     from dptext.llm import LLMError, PromptCache, SamplingParams, make_backend
-    from dptext.reporting import print_report, report_path
+    from dptext.reporting import add_budget, print_report, report_path, write_report
 
     with o.user_errors():
         cfg = PateConfig(
             epsilon=epsilon, delta=delta, documents=documents, per_class=per_class,
             candidates_per_doc=candidates_per_doc, teachers=teachers, max_queries=max_queries,
-            tutor_share=tutor_share, vocab_share=vocab_share, labels=o.parse_labels(labels),
+            tutor_share=tutor_share, vocab_share=vocab_share, label_set_share=label_set_share,
+            labels=o.parse_labels(labels),
             document_type=document_type, vocab=vocab, terms_per_doc=terms_per_doc,
             vocab_size=vocab_size, embedder=embedder, seed=seed,
             sampling=SamplingParams(max_tokens, temperature, top_p))
@@ -98,9 +103,14 @@ def pate(
             return read_corpus(input, text_column=text_column, label_column=label_column,
                                fmt=format, encoding=encoding, skip_invalid=skip_invalid)
 
+        opened = {}
+
         def charge(corpus, planned):  # the whole plan, before the first release
-            o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
-                          command="generate --method pate", parameters=cfg.to_dict())
+            opened["budget"] = o.charge_plan(corpus, budget_total, planned,
+                                             allow_budget_overrun,
+                                             command="generate --method pate",
+                                             parameters=cfg.to_dict(),
+                                             dataset_id=dataset_id, input=input)
 
         try:
             report = run_pate(load, o.ensure_parent(out), cfg, backend, resume=resume,
@@ -112,6 +122,8 @@ def pate(
                              "same command with --resume)") from None
         finally:
             backend.close()
+        if "budget" in opened:  # which ledger was charged: dataset id or content
+            write_report(add_budget(report, opened["budget"]), report_path(out))
         print_report(report, console)
         console.print(f"wrote {report['parameters']['documents']} documents to {out} "
                       f"({report['parameters']['llm_calls']} LLM calls)")

@@ -9,6 +9,8 @@ to ``dptext.privacy.auditing`` (ε lower bound + hockey-stick test at the claime
 * ``vocabulary``: the DP vocabulary histogram (``KeyphraseSeeder``'s first release);
   the adversarial document holds 2·S terms, of which the first S may count.
 * ``labels``: the DP label histogram.
+* ``label-set``: the DP label set (``privacy.labels``: thresholded noisy counts, the
+  partition selection made when labels are not declared); see ``audit_label_set``.
 * ``kde``: the per-class KDE sketch sums, with random features chosen so that the
   adversarial document hits the √2 per-coordinate bound (the worst case).
 * ``dpkps``: ``KeyphraseSeeder.fit`` + ``sample`` end to end on a small labelled
@@ -25,8 +27,9 @@ import hashlib
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -44,7 +47,8 @@ from dptext.privacy.auditing import (
 )
 from dptext.text.vocabulary import PublicVocabulary
 
-AUDITS = ("laplace", "gaussian", "vocabulary", "labels", "kde", "kde-gaussian", "dpkps")
+AUDITS = ("laplace", "gaussian", "vocabulary", "labels", "kde", "kde-gaussian", "dpkps",
+          "label-set")
 
 
 @dataclass(frozen=True)
@@ -234,7 +238,7 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
                   epsilon_kde=epsilon_kde, vocab_noise="laplace", kde_noise="laplace",
                   terms_per_doc=4, vocab_size=len(vocab), vocab_noise_terms=len(vocab),
                   method="independent", length=2, features=1, bandwidth=bandwidth,
-                  sampling="proportional", allow_noisy_classes=True, cache_dir=None)
+                  sampling="proportional", labels=("a", "b"), cache_dir=None)
     kde_stat: dict[str, list[float]] = {"D": [], "D'": []}
     rank_stat: dict[str, list[float]] = {"D": [], "D'": []}
     claimed = None
@@ -254,6 +258,75 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
           "rank of the canary term in the released vocabulary")],
         epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
         broken=broken)
+
+
+# ------------------------------------------------------------------ DP label set
+LABEL_SET_BROKEN = ("none", "half-noise", "no-threshold")
+
+
+@contextmanager
+def _broken_label_set(variant: str) -> Iterator[None]:
+    """The label set's negative controls: ``half-noise`` (half the σ, the full one claimed)
+    and ``no-threshold`` (every label whose noisy count is positive is released)."""
+    from dptext.privacy import labels as mod
+
+    if variant not in LABEL_SET_BROKEN:
+        raise ValueError(f"broken variant must be one of {', '.join(LABEL_SET_BROKEN)}; "
+                         f"got {variant!r}")
+    if variant == "none":
+        yield
+        return
+    honest = mod._threshold_measurement
+
+    def broken(kind, k, epsilon, delta, threshold_delta):
+        cal = honest(kind, k, epsilon, delta, threshold_delta)
+        scale, threshold = (cal.scale / 2, cal.threshold) if variant == "half-noise" \
+            else (cal.scale, 0.0)
+        return replace(cal, measurement=mod._make(kind, scale, threshold))
+
+    mod._threshold_measurement = broken
+    try:
+        yield
+    finally:
+        mod._threshold_measurement = honest
+
+
+def audit_label_set(epsilon: float = 4.0, delta: float = 1e-3, *, samples: int = 20_000,
+                    count: int = 20, confidence: float = 0.95,
+                    broken: str = "none") -> AuditRow:
+    """The DP label set (Gaussian, as with the defaults), two neighbouring pairs:
+
+    * a label of ``count`` documents against ``count`` + 1 (always released): its
+      noisy count, the noise's likelihood ratio — catches too little noise;
+    * a label absent against one held by a single document: its noisy count if it is
+      released, 0 if not — catches a missing or too low threshold.
+
+    Labels are independent partitions of one release, so one release of 2·``samples``
+    labels gives ``samples`` draws of each side (as ``auditing._shifted_release``).
+    The claim is the ledger's: the noise's (ε, δ) plus the threshold's δ."""
+    from dptext.privacy.labels import release_label_set, standalone_spec
+
+    started = time.perf_counter()
+    spec = standalone_spec("gaussian", epsilon, delta)
+    names = [f"c{i}" for i in range(samples)]
+    d = [lab for lab in names for _ in range(count)]
+    ones = [f"one{i}" for i in range(samples)]
+    d_prime = [*d, *names, *ones]  # every label one document more, and labels of one
+    ledger = PrivacyLedger()
+    with _broken_label_set(broken):
+        out_d = release_label_set(d, spec, ledger=ledger).counts["label"]
+        out_p = release_label_set(d_prime, spec, ledger=ledger).counts["label"]
+    low = np.array([out_d.get(x, 0.0) for x in names])  # `count` documents
+    high = np.array([out_p.get(x, 0.0) for x in names])  # `count` + 1
+    absent = np.array([out_d.get(x, 0.0) for x in ones])  # never in D
+    once = np.array([out_p.get(x, 0.0) for x in ones])  # one document in D'
+    claimed = PrivacyLedger(releases=ledger.releases[:1]).guarantee()  # one release's claim
+    return audit_statistics(
+        "DP label set (Gaussian partition selection)",
+        [(low, high, f"noisy count of a label of {count} vs {count} + 1 documents"),
+         (absent, once, "a label of one document: its noisy count if released, else 0")],
+        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
+        started=started, broken=broken)
 
 
 def run_audits(which: Sequence[str] = AUDITS, *, scale: float = 1.0, broken: str = "none",
@@ -283,6 +356,8 @@ def run_audits(which: Sequence[str] = AUDITS, *, scale: float = 1.0, broken: str
         "kde-gaussian": lambda: audit_kde("gaussian", runs=max(1, round(40 * scale)),
                                           confidence=confidence, broken=broken),
         "dpkps": lambda: audit_dpkps(runs=n(1500), confidence=confidence, broken=broken),
+        "label-set": lambda: audit_label_set(samples=n(20_000), confidence=confidence,
+                                             broken=broken),
     }
     rows = []
     for name in which:

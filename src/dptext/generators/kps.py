@@ -3,15 +3,22 @@
 ``KeyphraseSeeder.fit`` makes every release of private information, each through
 ``dptext.privacy`` and into ``ledger_``:
 
+0. unless ``labels`` declares the label set (public, free), the DP label set
+   (``privacy.labels``: thresholded noisy label counts); documents whose label is
+   not released are in no class and take part in no per-class release;
 1. the DP vocabulary Ṽ (appendix B.1): each document's first S distinct public
    vocabulary terms, a noisy histogram over the whole public vocabulary, top N;
-2. optionally a noisy label histogram (to size classes in proportion);
+2. optionally a noisy label histogram (to size classes in proportion; without
+   declared labels the label set's noisy counts serve, at no further cost);
 3. per class, the noisy sums of random-Fourier-feature sketches of the documents'
    keyphrase sequences (one sketch, or the linear or logarithmic ensemble).
 
-``sample`` only post-processes those releases, so it can be called any number of
-times at no further privacy cost. Everything ``fit`` keeps (``released_vocabulary_``,
-``sketches_``, ``label_counts_``) is released data; the corpus is not retained.
+With a total ``epsilon`` every stage is inside the one split (``privacy/split.py``):
+the ledger composes to that ε. ``sample`` only post-processes those releases, so it
+can be called any number of times at no further privacy cost. Everything ``fit`` keeps
+(``released_vocabulary_``, ``sketches_``, ``label_counts_``, ``label_set_``,
+``class_signal_``) is released data or computed from it; the corpus is not retained,
+and no exact private count is kept, printed or branched on.
 """
 
 from __future__ import annotations
@@ -44,7 +51,14 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
-from dptext.privacy.split import split_budget
+from dptext.privacy.labels import (
+    LABEL_SET,
+    ReleasedValues,
+    check_declared,
+    planned_value_set,
+    release_label_set,
+)
+from dptext.privacy.split import split_budget, threshold_deltas
 
 METHODS = ("independent", "iterative")
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -113,11 +127,16 @@ class KeyphraseSequence:
 
 @dataclass
 class ClassSignal:
-    """Expected signal-to-noise of a class's KDE scores (shown to the curator only)."""
+    """Expected signal-to-noise of a class's KDE scores, from released values only.
+
+    ``documents`` is a DP estimate (the noisy label count of the label set or of the
+    label histogram), never the exact class size; None when no count was released
+    (declared labels without ``epsilon_labels``), and then ``snr`` is None too.
+    """
 
     label: str | None
-    documents: int
-    snr: float
+    documents: float | None
+    snr: float | None
 
 
 @dataclass
@@ -153,7 +172,8 @@ class KeyphraseSeeder:
     windows_per_doc: int = 8
     labels: tuple[str, ...] | None = None
     epsilon_labels: float = 0.0
-    allow_noisy_classes: bool = False
+    label_set_share: float = 0.1  # of a total epsilon, for the DP label set (undeclared labels)
+    epsilon_label_set: float = 1.0  # the label set's ε with per-stage epsilon_vocab/epsilon_kde
     cache_dir: Any = None
 
     # fitted (released) state
@@ -161,6 +181,7 @@ class KeyphraseSeeder:
     released_vocabulary_: tuple[str, ...] = field(init=False, repr=False)
     sketches_: ReleasedSketches = field(init=False, repr=False)
     label_counts_: dict | None = field(init=False, repr=False, default=None)
+    label_set_: ReleasedValues | None = field(init=False, repr=False, default=None)
     class_signal_: list[ClassSignal] = field(init=False, repr=False)
     sampling_stats_: SamplingStats = field(init=False, repr=False)
     embeddings_: np.ndarray = field(init=False, repr=False)  # of the released vocabulary
@@ -188,6 +209,16 @@ class KeyphraseSeeder:
         if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
+        positive("epsilon_label_set", self.epsilon_label_set)
+        if not (number(self.label_set_share) and 0 < self.label_set_share < 1):
+            raise ValueError(f"label_set_share must be in (0, 1), got {self.label_set_share!r}")
+        if self.epsilon is not None and self.epsilon_labels >= self.epsilon:
+            raise ValueError(f"epsilon_labels ({self.epsilon_labels:g}) must be less than the "
+                             f"total epsilon ({self.epsilon:g}), which includes it")
+        if self.labels is not None and not (
+                isinstance(self.labels, tuple | list) and self.labels
+                and all(isinstance(x, str) for x in self.labels)):
+            raise ValueError("labels must be a non-empty sequence of label names, or None")
         for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
@@ -214,22 +245,61 @@ class KeyphraseSeeder:
         return [s for s, k in (("vocab", self.vocab_noise), ("kde", self.kde_noise))
                 if k == "gaussian"]
 
-    def noise_specs(self) -> dict[str, NoiseSpec]:
-        """The noise of each stage: from the total ε (split by ``split_budget``), or from
-        the per-stage ε with the run's δ split evenly over its Gaussian stages."""
-        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
-        if self.epsilon is not None:
-            return split_budget(self.epsilon, self.delta,
-                                {"vocab": self.vocab_share, "kde": 1 - self.vocab_share}, kinds)
-        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde}
-        n_gauss = len(self._gaussian_stages())
-        return {s: NoiseSpec(k, eps[s], self.delta / n_gauss if k == "gaussian" else 0.0)
-                for s, k in kinds.items()}
+    def _label_stages(self, labelled: bool) -> tuple[bool, bool]:
+        """(DP label set, Laplace label histogram): which label releases the run makes.
 
-    def planned_releases(self) -> list[Release]:
+        The label set when the corpus is labelled and ``labels`` is not declared; the
+        histogram when ``epsilon_labels > 0`` and there is no label set (whose noisy
+        counts serve instead)."""
+        label_set = labelled and self.labels is None
+        return label_set, self.epsilon_labels > 0 and not label_set
+
+    def noise_specs(self, labelled: bool = True) -> dict[str, NoiseSpec]:
+        """The noise of each stage ("vocab", "kde", and "label set" / "labels" as
+        ``_label_stages`` says; ``labelled``: whether the corpus has labels).
+
+        With a total ε every stage is inside one ``split_budget``: the label histogram
+        takes ``epsilon_labels`` of it, the label set ``label_set_share``, and the
+        vocabulary and the sketches share the rest by ``vocab_share`` — the ledger then
+        composes to the total. Per stage: each stage its own ε (the label set
+        ``epsilon_label_set``), the run's δ split evenly over the Gaussian stages (half
+        of it first set aside for the label set's threshold)."""
+        label_set, histogram = self._label_stages(labelled)
+        kinds = {"vocab": self.vocab_noise, "kde": self.kde_noise}
+        if label_set:
+            kinds[LABEL_SET] = self.vocab_noise
+        thresholds = [LABEL_SET] if label_set else []
+        if self.epsilon is not None:
+            fixed = {}
+            if histogram:
+                fixed["labels"] = self.epsilon_labels / self.epsilon
+                kinds["labels"] = "laplace"
+            if label_set:
+                fixed[LABEL_SET] = self.label_set_share
+            rest = 1.0 - sum(fixed.values())
+            if not rest > 0:
+                raise ValueError("epsilon_labels and label_set_share leave nothing of the "
+                                 "total epsilon for the vocabulary and the sketches")
+            shares = {"vocab": self.vocab_share * rest, "kde": (1 - self.vocab_share) * rest,
+                      **fixed}
+            return split_budget(self.epsilon, self.delta, shares, kinds, thresholds)
+        eps = {"vocab": self.epsilon_vocab, "kde": self.epsilon_kde,
+               LABEL_SET: self.epsilon_label_set}
+        gauss = [s for s, k in kinds.items() if k == "gaussian"]
+        thr, noise_delta = threshold_deltas(self.delta, thresholds, bool(gauss))
+        specs = {s: NoiseSpec(k, eps[s], noise_delta / len(gauss) if k == "gaussian" else 0.0,
+                              threshold_delta=thr if s == LABEL_SET else 0.0)
+                 for s, k in kinds.items()}
+        if histogram:
+            specs["labels"] = NoiseSpec("laplace", self.epsilon_labels)
+        return specs
+
+    def planned_releases(self, labelled: bool = True) -> list[Release]:
         """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
         bound for Laplace, whose rounding slack only lowers ε). Used to check a run
-        against a corpus's remaining budget before touching the data."""
+        against a corpus's remaining budget before touching the data; ``labelled``:
+        whether the corpus has labels (True plans for a label set when none is
+        declared, which is the upper bound)."""
         self._validate()
 
         def planned(name: str, spec: NoiseSpec, group: str | None = None) -> Release:
@@ -242,10 +312,11 @@ class KeyphraseSeeder:
                            delta=spec.delta, partition="planned" if group else None,
                            parallel_group=group)
 
-        specs = self.noise_specs()
-        out = [planned("vocabulary histogram", specs["vocab"])]
-        if self.epsilon_labels > 0:
-            out.append(planned("label histogram", NoiseSpec("laplace", self.epsilon_labels)))
+        specs = self.noise_specs(labelled)
+        out = [planned_value_set(specs[LABEL_SET])] if LABEL_SET in specs else []
+        out.append(planned("vocabulary histogram", specs["vocab"]))
+        if "labels" in specs:
+            out.append(planned("label histogram", specs["labels"]))
         out.append(planned("KDE sketch sums", specs["kde"], "KDE"))
         return out
 
@@ -259,7 +330,8 @@ class KeyphraseSeeder:
         self._validate()
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
-        labels = self._class_labels(corpus)
+        specs = self.noise_specs(corpus.labels is not None)  # before any release: checks
+        self._check_labels(corpus)
         step("public vocabulary")
         vocab = self.vocab if isinstance(self.vocab, PublicVocabulary) else load_vocabulary(
             self.vocab)
@@ -267,16 +339,19 @@ class KeyphraseSeeder:
             raise ValueError(f"vocab_size={self.vocab_size} exceeds the public vocabulary "
                              f"({len(vocab)} terms)")
         blocks = ensemble_blocks(self.method, self.length, self.ensemble)
-        index = corpus.class_indices()  # before any release: a refusal spends nothing
-        self.class_signal_ = self._check_class_sizes(
-            {c: len(index.get(c, ())) for c in labels}, len(blocks))
         self.ledger_ = PrivacyLedger()
+        self.label_counts_ = self.label_set_ = None
+        if LABEL_SET in specs:
+            step("DP label set")
+        labels = self._class_labels(corpus, specs)
         step("DP vocabulary")
-        self.released_vocabulary_ = self._release_vocabulary(corpus, vocab)
+        self.released_vocabulary_ = self._release_vocabulary(corpus, vocab, specs["vocab"])
 
-        if self.epsilon_labels > 0:
+        if "labels" in specs:
             step("DP label counts")
             self.label_counts_ = self._release_label_counts(corpus, labels)
+        elif self.label_set_ is not None and self.epsilon_labels > 0:
+            self.label_counts_ = dict(self.label_set_.counts["label"])  # already released
 
         step("embedding the released vocabulary")
         # only public vocabulary terms are embedded here, so the on-disk cache is safe
@@ -296,30 +371,45 @@ class KeyphraseSeeder:
                                          rng) for b in blocks]
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          self.noise_specs()["kde"], self.ledger_,
+                                          specs["kde"], self.ledger_,
                                           max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.unigram_ = unigram_scores(self.sketches_, embeddings)
         self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
-                                          min_keep=2 * self.length)
+                                          min_keep=2 * self.length) if labels else {}
+        self.class_signal_ = self._class_signal(labels, len(blocks), specs["kde"])
         return self
 
-    def _class_labels(self, corpus: Corpus) -> list[str | None]:
+    def _check_labels(self, corpus: Corpus) -> None:
+        """Before any release: the declared labels cover the data (else an input error
+        whose private detail goes to the curator's terminal only)."""
         if corpus.labels is None:
             if self.labels:
                 raise InputError("labels were declared but the corpus has no label column")
-            return [None]
-        present = sorted(set(corpus.labels))
-        if self.labels is None:
-            return present
-        unknown = sorted(set(present) - set(self.labels))
-        if unknown:
-            raise InputError(f"{corpus.source}: labels {unknown} are not among the declared "
-                             f"labels {list(self.labels)}; declare them or fix the data")
-        return list(self.labels)
+        elif self.labels is not None:
+            check_declared(corpus.labels, self.labels, source=corpus.source)
 
-    def _release_vocabulary(self, corpus: Corpus, vocab) -> tuple[str, ...]:
-        return release_vocabulary(corpus.texts, vocab, self.noise_specs()["vocab"], self.ledger_,
+    def _class_labels(self, corpus: Corpus, specs: dict) -> list[str | None]:
+        """The public classes: [None] (unlabelled), the declared labels, or the DP label set
+        (released here, into ``ledger_``). Documents of a label outside them take part in
+        no per-class release."""
+        if corpus.labels is None:
+            return [None]
+        if self.labels is not None:
+            return list(self.labels)
+        self.label_set_ = release_label_set(corpus.labels, specs[LABEL_SET], ledger=self.ledger_)
+        released = list(self.label_set_.values["label"])
+        if not released:
+            warnings.warn(f"no label reached the DP label set's threshold (a noisy count of "
+                          f"{self.label_set_.threshold:.0f}): there is no class to draw "
+                          "sequences for. Declare the label set with --labels, or raise "
+                          "--epsilon or --label-set-share.", stacklevel=3)
+        return released
+
+    def _release_vocabulary(self, corpus: Corpus, vocab, spec: NoiseSpec | None = None
+                            ) -> tuple[str, ...]:
+        spec = spec or self.noise_specs(corpus.labels is not None)["vocab"]
+        return release_vocabulary(corpus.texts, vocab, spec, self.ledger_,
                                   terms_per_doc=self.terms_per_doc, size=self.vocab_size,
                                   noise_terms=self.vocab_noise_terms, min_terms=self.length)
 
@@ -338,37 +428,45 @@ class KeyphraseSeeder:
         empty = np.empty(0, dtype=np.int64)
         return {c: [sequences[i] for i in index.get(c, empty)] for c in labels}
 
-    def _check_class_sizes(self, sizes: dict, n_sketches: int) -> list[ClassSignal]:
-        """Warn (or refuse) when a class is too small for its sketch noise.
+    def released_class_counts(self) -> dict | None:
+        """DP estimates of the class sizes: the label histogram's noisy counts, else the
+        label set's; None when neither was released."""
+        if self.label_counts_ is not None:
+            return self.label_counts_
+        if self.label_set_ is not None:
+            return self.label_set_.counts["label"]
+        return None
+
+    def _class_signal(self, labels: list, n_sketches: int, spec: NoiseSpec
+                      ) -> list[ClassSignal]:
+        """Warn when a class looks too small for its sketch noise — from released values
+        only (noisy label counts), never from exact class sizes; never refuses.
 
         Score noise has std ≈ σ·√I per sketch coordinate set, while the signal of a
-        class of n documents spreads by about n·I·c (c = ASSUMED_KERNEL_CONTRAST).
-        This uses exact class sizes: it is advice to the curator, never released.
+        class of n documents spreads by about n·I·c (c = ASSUMED_KERNEL_CONTRAST); n is
+        the DP estimate. Without released counts nothing is estimated (and nothing said).
         """
+        counts = self.released_class_counts()
+        if counts is None:
+            return [ClassSignal(label, None, None) for label in labels]
         total = n_sketches * self.features
-        spec = self.noise_specs()["kde"]
         if spec.kind == "laplace":
             sigma = math.sqrt(2) * math.sqrt(2) * total / spec.epsilon
         else:
             sigma = gaussian_noise_multiplier(spec.epsilon, spec.delta) * math.sqrt(2 * total)
         out, weak = [], []
-        for label, n in sizes.items():
+        for label in labels:
+            n = max(float(counts.get(label, 0.0)), 0.0)
             snr = n * ASSUMED_KERNEL_CONTRAST * math.sqrt(self.features) / sigma
             out.append(ClassSignal(label, n, snr))
             if snr < 1:
                 weak.append((label, n, snr))
         if weak:
-            worst = min(w[2] for w in weak)
-            listing = ", ".join(f"{lab!r} ({n} documents, signal/noise ≈ "
-                                f"{snr:.2g})" for lab, n, snr in weak)
-            advice = ("Raise --epsilon-kde, use --kde-noise gaussian, lower --features, "
-                      "use --method independent, or merge small classes.")
-            if worst < 0.2 and not self.allow_noisy_classes:
-                raise InputError(f"classes too small for the requested privacy: {listing}. "
-                                 f"Their keyphrases would be pure noise. {advice} "
-                                 "(--allow-noisy-classes to go on anyway)")
+            listing = ", ".join(f"{lab!r} (about {n:.0f} documents by its noisy count, "
+                                f"signal/noise ≈ {snr:.2g})" for lab, n, snr in weak)
             warnings.warn(f"weak signal in classes {listing}: their sequences will be noisy. "
-                          f"{advice}", stacklevel=3)
+                          "Raise --epsilon, use --kde-noise gaussian, lower --features, "
+                          "use --method independent, or merge small classes.", stacklevel=3)
         return out
 
     # ---------------------------------------------------------------- sampling
@@ -379,6 +477,8 @@ class KeyphraseSeeder:
             raise ValueError("give exactly one of n_per_class or total")
         if n_per_class is not None:
             return dict.fromkeys(labels, int(n_per_class))
+        if not labels:
+            return {}
         if self.label_counts_ is None:
             return {c: total // len(labels) + (i < total % len(labels))
                     for i, c in enumerate(labels)}

@@ -16,12 +16,22 @@ We release the *sum* over documents, not the mean, so the class size stays priva
 (sampling normalises scores, so the 1/n factor does not matter). Classes hold
 disjoint documents: their sketches compose in parallel.
 
+The bound holds in floating point too: each document's contribution is computed on
+its own (its windows' phases from per-term phase tables of the public vocabulary, so
+no other document changes its rounding), averaged in float64, put on the 2⁻³⁰ grid
+(OpenDP's noise grid) and clamped to the largest grid value ≤ √2; the contributions
+are then summed exactly, as integers on that grid. Adding or removing a document
+therefore moves every coordinate of the sum by its own clamped contribution and by
+nothing else (exact while a class's sum stays below 2²³ ≈ 8·10⁶ per coordinate, i.e.
+up to about six million documents per class).
+
 ``exact_sums`` works on a batch of documents and returns sums that add up across
 batches; noise is added exactly once, in ``release_sketches``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -30,9 +40,12 @@ import numpy as np
 
 from dptext.kde.rff import FEATURE_BOUND, FourierFeatures
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.privacy.mechanisms import GRID_EXPONENT
 
 ENSEMBLES = ("linear", "log")
 BATCH_WINDOWS = 4096
+GRID = 2.0 ** GRID_EXPONENT  # contributions lie on this grid, so their sums are exact
+BOUND_UNITS = math.floor(FEATURE_BOUND / GRID)  # the largest grid multiple ≤ √2
 KDE_GROUP = "KDE sketches (one set per class, disjoint documents)"
 
 
@@ -70,6 +83,13 @@ def document_windows(sequences: Sequence[np.ndarray], blocks: int,
     A document's windows have weights summing to 1 (or it has none), which is what
     bounds its contribution to √2 per feature.
     """
+    windows, weights, _ = _windows(sequences, blocks, max_windows)
+    return windows, weights
+
+
+def _windows(sequences: Sequence[np.ndarray], blocks: int, max_windows: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``document_windows`` and the document each window belongs to."""
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
     width = max(int(lengths.max(initial=0)), blocks) + max_windows
     padded = np.full((len(sequences), width), -1, dtype=np.int64)
@@ -80,30 +100,69 @@ def document_windows(sequences: Sequence[np.ndarray], blocks: int,
                                              if len(s)])
     n_windows = np.where(lengths >= blocks, np.minimum(lengths - blocks + 1, max_windows),
                          (lengths > 0).astype(np.int64))
-    windows, weights = [], []
+    windows, weights, owners = [], [], []
     for start in range(max_windows):  # loop over window offsets, not documents
         has = n_windows > start
         if not has.any():
             break
         windows.append(padded[has, start:start + blocks])
         weights.append(1.0 / n_windows[has])
+        owners.append(np.flatnonzero(has))
     if not windows:
-        return np.empty((0, blocks), dtype=np.int64), np.empty(0)
-    return np.concatenate(windows), np.concatenate(weights)
+        return (np.empty((0, blocks), dtype=np.int64), np.empty(0),
+                np.empty(0, dtype=np.int64))
+    return np.concatenate(windows), np.concatenate(weights), np.concatenate(owners)
+
+
+def phase_tables(embeddings: np.ndarray, ff: FourierFeatures) -> list[np.ndarray]:
+    """Per block position, the phase of every vocabulary term (|Ṽ|, I): public data only,
+    computed once, so a window's phase never depends on which documents share its batch."""
+    return [ff.block_phase(embeddings, b) for b in range(ff.blocks)]
+
+
+def document_contributions(sequences: Sequence[np.ndarray], embeddings: np.ndarray,
+                           ff: FourierFeatures, max_windows: int,
+                           tables: list[np.ndarray] | None = None) -> np.ndarray:
+    """Each document's contribution to a sketch (n, I), float64: the weighted mean of its
+    windows' features, on the 2⁻³⁰ grid, clamped to [−√2, √2] (a document without
+    keyphrases contributes zeros). A function of the document alone."""
+    tables = phase_tables(embeddings, ff) if tables is None else tables
+    windows, weights, owners = _windows(sequences, ff.blocks, max_windows)
+    out = np.zeros((len(sequences), ff.features), dtype=np.float64)
+    if len(windows):
+        # a window's features, as in ``FourierFeatures.feature_values`` (float32: a fixed
+        # function of the window), then averaged per document in float64
+        phase = np.zeros((len(windows), ff.features), dtype=np.float32)
+        for b in range(min(windows.shape[1], ff.blocks)):
+            col = windows[:, b]
+            present = col >= 0
+            phase[present] += tables[b][col[present]]
+        phase += ff.beta
+        values = np.cos(phase, out=phase).astype(np.float64)
+        values *= FEATURE_BOUND
+        # windows come offset by offset, each offset's owners unique and increasing: add
+        # one offset at a time, in order, so a document's sum never depends on the others
+        cuts = [0, *(np.flatnonzero(np.diff(owners) <= 0) + 1).tolist(), len(owners)]
+        for lo, hi in itertools.pairwise(cuts):
+            out[owners[lo:hi]] += weights[lo:hi, None] * values[lo:hi]
+    units = np.clip(np.rint(out / GRID), -BOUND_UNITS, BOUND_UNITS)
+    return units * GRID
 
 
 def exact_sums(sequences: Sequence[np.ndarray], embeddings: np.ndarray,
                features: Sequence[FourierFeatures], max_windows: int) -> list[np.ndarray]:
-    """Σ over documents of each document's averaged feature vector, one per sketch."""
+    """Σ over documents of each document's contribution (``document_contributions``), one
+    per sketch, summed exactly (integers on the 2⁻³⁰ grid) and returned as float64."""
     sums = []
+    per_batch = max(1, BATCH_WINDOWS // max(max_windows, 1))
     for ff in features:
-        windows, weights = document_windows(sequences, ff.blocks, max_windows)
-        total = np.zeros(ff.features, dtype=np.float64)
-        for lo in range(0, len(windows), BATCH_WINDOWS):
-            w = windows[lo:lo + BATCH_WINDOWS]
-            values = ff.feature_values(ff.sequence_phase(embeddings, w))
-            total += weights[lo:lo + BATCH_WINDOWS].astype(np.float32) @ values
-        sums.append(total)
+        tables = phase_tables(embeddings, ff)
+        total = np.zeros(ff.features, dtype=np.int64)
+        for lo in range(0, len(sequences), per_batch):
+            part = document_contributions(sequences[lo:lo + per_batch], embeddings, ff,
+                                          max_windows, tables)
+            total += np.rint(part / GRID).astype(np.int64).sum(axis=0)
+        sums.append(total.astype(np.float64) * GRID)
     return sums
 
 

@@ -2,14 +2,26 @@
 
 A run's ``PrivacyLedger`` knows what *that run* spent. Running twice on the same
 data spends twice, so each corpus gets a ledger file in the dptext state folder
-(``$DPTEXT_HOME``, else ``$XDG_DATA_HOME/dptext``, else ``~/.local/share/dptext``),
-named by a SHA-256 content hash of the corpus. The file holds the hash, the
-releases and public parameters of each run, and the configured total — never any
-text. Runs compose sequentially: each run's parallel groups are kept within that
-run, so two runs on the same classes add up.
+(``$DPTEXT_HOME``, else ``$XDG_DATA_HOME/dptext``, else ``~/.local/share/dptext``).
+The file holds its key, the releases and public parameters of each run, and the
+configured total — never any text. Runs compose sequentially: each run's parallel
+groups are kept within that run, so two runs on the same classes add up.
+
+Which ledger a run spends (its *key*), in order:
+
+1. ``--dataset-id NAME`` of this run;
+2. in ``$DPTEXT_HOME/config.toml``, the ``[datasets]`` table mapping an input (as
+   given on the command line, or its absolute path) to a name, then a top-level
+   ``dataset_id = "NAME"`` (every corpus of this state folder spends one budget);
+3. otherwise the SHA-256 content fingerprint of the corpus.
+
+A dataset id names the data, not one version of it: the ledger persists when a
+document is added, a typo fixed or another label column chosen (each run records
+its version's fingerprint). A content fingerprint identifies exactly these
+documents: any change gives a fresh, empty ledger — so name the dataset.
 
 The total budget comes from, in order: the ``--budget-total`` of this run, the
-total recorded for this corpus by an earlier run, ``budget_total`` in
+total recorded in the ledger by an earlier run, ``budget_total`` in
 ``$DPTEXT_HOME/config.toml``; with none, runs are recorded but not capped.
 Updates are serialised with a file lock and written atomically.
 """
@@ -22,6 +34,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 import tomllib
 import uuid
@@ -35,6 +48,8 @@ from dptext.privacy.ledger import BudgetExceededError, Guarantee, PrivacyLedger,
 HOME_ENV = "DPTEXT_HOME"
 CONFIG_FILE = "config.toml"
 FORMAT_VERSION = 1
+DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+KEY_DATASET, KEY_CONTENT = "dataset id", "content fingerprint"
 
 
 def state_dir() -> Path:
@@ -68,16 +83,47 @@ def corpus_fingerprint(texts: Iterable[str], labels: Iterable[str | None] | None
     return top.hexdigest()
 
 
-def configured_total(home: Path | None = None) -> float | None:
-    """``budget_total`` from ``config.toml`` in the state folder, if any."""
+def _config(home: Path | None = None) -> tuple[Path, dict]:
     path = (home or state_dir()) / CONFIG_FILE
     if not path.is_file():
-        return None
+        return path, {}
     try:
-        value = tomllib.loads(path.read_text(encoding="utf-8")).get("budget_total")
+        return path, tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a valid TOML file ({e})") from None
+
+
+def configured_total(home: Path | None = None) -> float | None:
+    """``budget_total`` from ``config.toml`` in the state folder, if any."""
+    path, config = _config(home)
+    value = config.get("budget_total")
     return None if value is None else check_total(value, f"{path}: budget_total")
+
+
+def check_dataset_id(value, what: str = "--dataset-id") -> str:
+    if not (isinstance(value, str) and DATASET_ID.fullmatch(value)):
+        raise ValueError(f"{what} must be 1-100 letters, digits, '.', '_' or '-' (starting "
+                         f"with a letter or digit), got {value!r}")
+    return value
+
+
+def configured_dataset_id(input: str | None = None, home: Path | None = None
+                          ) -> str | None:
+    """The dataset id ``config.toml`` gives ``input``: its entry in the ``[datasets]``
+    table (by the input as given, or by its absolute path), else ``dataset_id``."""
+    path, config = _config(home)
+    table = config.get("datasets", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: [datasets] must be a table of input = \"dataset id\"")
+    if input is not None:
+        keys = [input]
+        if ":" not in input or Path(input).exists():
+            keys.append(str(Path(input).expanduser().resolve()))
+        for key in keys:
+            if key in table:
+                return check_dataset_id(table[key], f"{path}: datasets.{key!r}")
+    value = config.get("dataset_id")
+    return None if value is None else check_dataset_id(value, f"{path}: dataset_id")
 
 
 def check_total(value, what: str = "--budget-total") -> float:
@@ -89,21 +135,29 @@ def check_total(value, what: str = "--budget-total") -> float:
 
 @dataclass
 class CorpusBudget:
-    """The ledger file of one corpus. Use ``open``; ``check`` before, ``commit`` after a fit."""
+    """The ledger file of one corpus (by content) or dataset (by id). Use ``open`` (or
+    ``open_budget``); ``check`` before, ``commit`` after a fit."""
 
-    fingerprint: str
+    fingerprint: str  # of the corpus this run reads
     path: Path
     total: float | None = None
     runs: list[dict] = field(default_factory=list)
     total_source: str = "none"
+    dataset_id: str | None = None  # the key, when the ledger is a dataset's
+    key_source: str = "default"  # where the dataset id came from
 
     # ------------------------------------------------------------ loading
     @classmethod
     def open(cls, fingerprint: str, *, total: float | None = None,
-             home: Path | None = None) -> CorpusBudget:
+             home: Path | None = None, dataset_id: str | None = None,
+             key_source: str = "--dataset-id") -> CorpusBudget:
         home = home or state_dir()
-        path = home / "ledgers" / f"{fingerprint}.json"
-        budget = cls(fingerprint, path)
+        if dataset_id is not None:
+            check_dataset_id(dataset_id)
+            path = home / "ledgers" / f"dataset-{dataset_id}.json"
+            budget = cls(fingerprint, path, dataset_id=dataset_id, key_source=key_source)
+        else:
+            budget = cls(fingerprint, home / "ledgers" / f"{fingerprint}.json")
         budget._load()
         if total is not None:
             budget.total, budget.total_source = check_total(total), "--budget-total"
@@ -125,7 +179,10 @@ class CorpusBudget:
                 f"privacy ledger {self.path} is unreadable ({e}); it records the privacy "
                 "already spent on this corpus, so dptext will not guess. Restore it from a "
                 "backup, or delete it only if you know no run used this corpus.") from None
-        if data.get("fingerprint") != self.fingerprint:
+        if self.dataset_id is not None:
+            if data.get("dataset_id") != self.dataset_id:
+                raise ValueError(f"privacy ledger {self.path} belongs to another dataset")
+        elif data.get("fingerprint") != self.fingerprint:
             raise ValueError(f"privacy ledger {self.path} belongs to another corpus")
         self.runs = runs
         if data.get("budget_total") is not None:
@@ -145,10 +202,44 @@ class CorpusBudget:
     def spent(self) -> Guarantee:
         return compose(self.releases())
 
+    # ------------------------------------------------------------ the key, in words
+    @property
+    def key(self) -> str:
+        return KEY_DATASET if self.dataset_id is not None else KEY_CONTENT
+
+    @property
+    def noun(self) -> str:
+        return "dataset" if self.dataset_id is not None else "corpus"
+
+    def describe(self) -> str:
+        """Which ledger this is, plainly (for the terminal: names the fingerprint)."""
+        if self.dataset_id is not None:
+            return (f"dataset id {self.dataset_id!r} (from {self.key_source}): one ledger for "
+                    "every version of this dataset")
+        return (f"content fingerprint {self.fingerprint[:12]}…: a ledger for exactly these "
+                "documents; any added, removed or edited document starts a fresh one "
+                "(name the dataset with --dataset-id to keep one budget)")
+
+    def report_entry(self) -> dict:
+        """The key for a privacy report: never the fingerprint (a hash of the private
+        corpus has no place in a release)."""
+        entry = {"key": self.key, "source": self.key_source if self.dataset_id else "default",
+                 "spent_all_runs": asdict(self.spent()), "total": self.total,
+                 "total_source": self.total_source}
+        if self.dataset_id is not None:
+            entry["dataset_id"] = self.dataset_id
+            entry["meaning"] = "one ledger for every version of the named dataset"
+        else:
+            entry["meaning"] = ("a ledger for exactly these documents: any change to a "
+                                "document or label starts a fresh one")
+        return entry
+
     def _refusal(self, would: float, what: str) -> BudgetExceededError:
         spent = self.spent()
+        which = (f"dataset {self.dataset_id!r}" if self.dataset_id is not None
+                 else f"this corpus (fingerprint {self.fingerprint[:12]}…)")
         return BudgetExceededError(
-            f"privacy budget exceeded for this corpus (fingerprint {self.fingerprint[:12]}…): "
+            f"privacy budget exceeded for {which}: "
             f"{len(self.runs)} earlier run(s) spent ε = {spent.epsilon:.4g}; {what} would "
             f"bring it to ε = {would:.4g}, over the total of ε = {self.total:g} "
             f"({self.total_source}). Nothing was released. Lower the ε of this run, raise "
@@ -202,6 +293,7 @@ class CorpusBudget:
                 return self.spent()
             run = {"run_id": run_id, "command": command,
                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                   "fingerprint": self.fingerprint,
                    "releases": [asdict(r) for r in ledger.releases],
                    "guarantee": asdict(ledger.guarantee()),
                    "parameters": parameters or {}, "overrun": False}
@@ -215,7 +307,9 @@ class CorpusBudget:
             return after
 
     def _write(self) -> None:
-        data = {"format": FORMAT_VERSION, "fingerprint": self.fingerprint,
+        data = {"format": FORMAT_VERSION, "key": self.key,
+                "fingerprint": None if self.dataset_id is not None else self.fingerprint,
+                "dataset_id": self.dataset_id,
                 "budget_total": self.total if self.total_source in (
                     "--budget-total", "recorded for corpus") else None,
                 "spent": asdict(self.spent()), "runs": self.runs}
@@ -274,3 +368,15 @@ def settle_run(budget: CorpusBudget, run_id: str, releases: list[Release]) -> Gu
             return before
         budget._write()
         return budget.spent()
+
+
+def open_budget(corpus, *, total: float | None = None, dataset_id: str | None = None,
+                input: str | None = None, home: Path | None = None) -> CorpusBudget:
+    """The ledger a run on ``corpus`` spends: by ``dataset_id``, else by the dataset id
+    ``config.toml`` gives ``input``, else by the corpus's content fingerprint."""
+    source = "--dataset-id"
+    if dataset_id is None:
+        dataset_id = configured_dataset_id(input, home)
+        source = CONFIG_FILE
+    return CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=total,
+                             home=home, dataset_id=dataset_id, key_source=source)

@@ -87,7 +87,8 @@ def quick_epsilon(releases: list[Release], interval: float = 1e-3) -> float:
     for r in releases:
         if r.mechanism != "laplace":
             acc.compose(r.dp_event())
-    delta = sum(r.delta for r in releases if r.mechanism != "laplace")
+    # a threshold's δ (partition selection) is no part of the noise's loss distribution
+    delta = sum(r.delta - r.threshold_delta for r in releases if r.mechanism != "laplace")
     return sum(r.epsilon for r in releases if r.mechanism == "laplace") + acc.get_epsilon(delta)
 
 
@@ -96,7 +97,7 @@ def _rdp_sigma(epsilon_total, delta, sampling_rate, steps, prior, max_grad_norm,
     from dp_accounting.rdp import rdp_privacy_accountant
 
     pure = sum(r.epsilon for r in prior if r.mechanism == "laplace")
-    d_total = delta + sum(r.delta for r in prior if r.mechanism != "laplace")
+    d_total = delta + sum(r.delta - r.threshold_delta for r in prior if r.mechanism != "laplace")
 
     def eps(sigma: float) -> float:
         acc = rdp_privacy_accountant.RdpAccountant(

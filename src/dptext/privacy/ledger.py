@@ -17,6 +17,11 @@ from the parameters a user asked for. Composition:
   holds for any (ε, δ)-DP mechanism);
 * a run without DP (``mechanism="none"``, ε = ∞) makes everything it is composed with
   NOT private: (∞, 1).
+
+A partition selection (``privacy.labels``: the DP label set) also records a
+``threshold_delta``: the probability that a value held by one document passes its
+threshold. It is no part of the noise's privacy-loss distribution, so it is taken
+out of the δ the PLD accountant is asked at and added to the composed δ.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Release:
     parallel_group: str | None = None
     sampling_rate: float | None = None  # dp-sgd: Poisson sampling probability per document
     steps: int | None = None  # dp-sgd: number of noisy gradient steps
+    threshold_delta: float = 0.0  # partition selection: part of ``delta`` spent by a threshold
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """This release as a dp-accounting event (Gaussian and DP-SGD releases only)."""
@@ -167,22 +173,30 @@ def compose(releases: list[Release]) -> Guarantee:
                          rest.delta + sum(r.delta for r in blocks),
                          f"basic composition of planned (ε, δ) runs with {rest.method}")
     eps_pure = sum(r.epsilon for r in pure)
+    delta_pure = sum(r.delta for r in pure)  # > 0 only for thresholds (partition selection)
+    thresholded = any(r.threshold_delta > 0 for r in kept)
     if not gauss:
-        return Guarantee(eps_pure, 0.0, "basic composition of pure-ε releases")
-    delta = sum(r.delta for r in gauss)
+        how = "basic composition of pure-ε releases"
+        return Guarantee(eps_pure, delta_pure,
+                         how + (" + threshold δ of the label set" if thresholded else ""))
+    delta_threshold = sum(r.threshold_delta for r in gauss)
+    delta_noise = sum(r.delta for r in gauss) - delta_threshold
     accountant = pld_privacy_accountant.PLDAccountant(
         neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
     )
     for r in gauss:
         accountant.compose(r.dp_event())
-    eps_pld = accountant.get_epsilon(delta)
+    eps_pld = accountant.get_epsilon(delta_noise)
     eps_basic = sum(r.epsilon for r in gauss)
     if eps_pld <= eps_basic:
         eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian/DP-SGD releases"
     else:
         eps_gauss, how = eps_basic, "basic composition"
     method = how if not pure else f"{how} + basic composition with pure-ε releases"
+    if thresholded:
+        method += " + threshold δ of the label set"
     eps = eps_pure + eps_gauss
+    delta = delta_noise + delta_threshold + delta_pure
     if not math.isfinite(eps):  # pragma: no cover - defensive
         raise ValueError("composition produced a non-finite ε")
     return Guarantee(eps, delta, method)

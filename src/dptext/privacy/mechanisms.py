@@ -57,11 +57,17 @@ class Sensitivity:
 
 @dataclass(frozen=True)
 class NoiseSpec:
-    """The guarantee requested for one release: Laplace (pure ε) or Gaussian (ε, δ)."""
+    """The guarantee requested for one release: Laplace (pure ε) or Gaussian (ε, δ).
+
+    ``threshold_delta`` is used by partition selection only (``privacy.labels``): the
+    probability, on top of the noise's own (ε, δ), that a value held by a single
+    document passes the release threshold. ``release`` refuses it.
+    """
 
     kind: NoiseKind
     epsilon: float
     delta: float = 0.0
+    threshold_delta: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in NOISE_KINDS:
@@ -72,6 +78,13 @@ class NoiseSpec:
             raise ValueError("Laplace noise gives pure ε-DP; delta must be 0")
         if self.kind == "gaussian" and not (0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
+        if not (0 <= self.threshold_delta < 1):
+            raise ValueError(f"threshold_delta must be in [0, 1), got {self.threshold_delta!r}")
+
+    @property
+    def total_delta(self) -> float:
+        """δ of a release made with this spec: the noise's δ plus the threshold's."""
+        return self.delta + self.threshold_delta
 
 
 def _domain(size: int):
@@ -142,6 +155,9 @@ def release(
     disjoint sets of documents (e.g. one KDE sketch per class), so the group costs
     what its most expensive partition costs, not the sum (parallel composition).
     """
+    if noise.threshold_delta:
+        raise ValueError(f"release {name!r}: a threshold is partition selection; use "
+                         "dptext.privacy.labels")
     flat = np.asarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
         raise ValueError(f"release {name!r}: nothing to release")

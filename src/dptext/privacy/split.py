@@ -8,6 +8,12 @@ then compose to exactly that part's (ε, δ), instead of the looser sum of per-s
 ε that splitting ε linearly would pay. Each Gaussian stage is expressed as the
 (ε_i, δ/k) that gives it the same noise multiplier, which is what the ledger records
 and what the PLD accountant composes back.
+
+Stages named in ``thresholds`` are partition selections (the DP label set,
+``privacy.labels``): besides their noise they spend a threshold δ, the chance that
+a value held by one document is released. ``THRESHOLD_DELTA_SHARE`` of the run's δ
+is set aside for it (all of δ when no stage is Gaussian), and the Gaussian stages
+compose to their part of ε at the rest.
 """
 
 from __future__ import annotations
@@ -19,14 +25,28 @@ import dp_accounting
 from dptext.privacy.mechanisms import NoiseSpec
 
 MARGIN = 1e-4  # μ is shrunk by this fraction so the PLD accountant's discretisation stays under
+THRESHOLD_DELTA_SHARE = 0.5  # of a run's δ, for its partition-selection thresholds
+
+
+def threshold_deltas(delta: float, thresholds, any_gaussian: bool) -> tuple[float, float]:
+    """(δ of each threshold stage, δ left for the Gaussian noise) out of a run's ``delta``."""
+    thresholds = list(thresholds)
+    if not thresholds:
+        return 0.0, delta
+    if not 0 < delta < 1:
+        raise ValueError(f"a DP label set (partition selection) needs 0 < delta < 1, got "
+                         f"{delta!r}")
+    reserved = delta * THRESHOLD_DELTA_SHARE if any_gaussian else delta
+    return reserved / len(thresholds), delta - reserved
 
 
 def split_budget(epsilon: float, delta: float, shares: dict[str, float],
-                 kinds: dict[str, str]) -> dict[str, NoiseSpec]:
+                 kinds: dict[str, str], thresholds=()) -> dict[str, NoiseSpec]:
     """Per-stage NoiseSpecs whose composition is at most (ε, δ).
 
     ``shares`` (non-negative, summing to 1) weight the stages; ``kinds`` gives each
-    stage's noise ("laplace" or "gaussian").
+    stage's noise ("laplace" or "gaussian"); ``thresholds`` names the stages that are
+    partition selections (their specs carry a ``threshold_delta``).
     """
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ValueError(f"epsilon must be a positive finite number, got {epsilon!r}")
@@ -38,16 +58,22 @@ def split_budget(epsilon: float, delta: float, shares: dict[str, float],
     active = {s: w for s, w in shares.items() if w > 0}
     pure = {s: w for s, w in active.items() if kinds[s] == "laplace"}
     gauss = {s: w for s, w in active.items() if kinds[s] == "gaussian"}
-    specs = {s: NoiseSpec("laplace", w * epsilon) for s, w in pure.items()}
+    unknown = set(thresholds) - set(active)
+    if unknown:
+        raise ValueError(f"threshold stages {sorted(unknown)} have no share of the budget")
+    per_threshold, noise_delta = threshold_deltas(delta, thresholds, bool(gauss))
+    thr = {s: per_threshold if s in thresholds else 0.0 for s in active}
+    specs = {s: NoiseSpec("laplace", w * epsilon, threshold_delta=thr[s])
+             for s, w in pure.items()}
     if gauss:
-        if not 0 < delta < 1:
+        if not 0 < noise_delta < 1:
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {delta!r}")
         gauss_share = sum(gauss.values())
-        mu = (1 - MARGIN) / dp_accounting.get_sigma_gaussian(gauss_share * epsilon, delta)
-        per_delta = delta / len(gauss)
+        mu = (1 - MARGIN) / dp_accounting.get_sigma_gaussian(gauss_share * epsilon, noise_delta)
+        per_delta = noise_delta / len(gauss)
         for s, w in gauss.items():
             mu_s = mu * math.sqrt(w / gauss_share)
             specs[s] = NoiseSpec("gaussian",
                                  dp_accounting.get_epsilon_gaussian(1.0 / mu_s, per_delta),
-                                 per_delta)
+                                 per_delta, threshold_delta=thr[s])
     return specs

@@ -9,8 +9,9 @@ parallel group (parallel composition: one Gaussian mechanism per iteration, not 
 class). Threshold and selection only post-process the noisy histogram.
 
 The run's total (ε, δ) is split by ``split_budget`` (Gaussian DP: μ² adds up) between the
-optional DP vocabulary (AugPE+Ṽ) and the T vote releases, and the ledger composes what was
-released with dp-accounting's PLD accountant.
+DP label set (when the labels are not declared: ``privacy.labels``, partition selection),
+the optional DP vocabulary (AugPE+Ṽ) and the T vote releases, and the ledger composes what
+was released with dp-accounting's PLD accountant.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dptext.privacy import (
     gaussian_noise_multiplier,
     release,
 )
+from dptext.privacy.labels import LABEL_SET, planned_value_set
 from dptext.privacy.split import split_budget
 
 VOTE_SENSITIVITY = Sensitivity(
@@ -40,20 +42,28 @@ def vote_stage(t: int) -> str:
 
 
 def plan_noise(epsilon: float, delta: float, iterations: int,
-               vocab_share: float | None) -> dict[str, NoiseSpec]:
-    """Noise of every release the run will make: ``vocab_share`` of the budget (in μ²) for
-    the DP vocabulary when there is one (None: plain AugPE), the rest split evenly over the
-    ``iterations`` vote releases. The plan composes to at most (ε, δ)."""
+               vocab_share: float | None, label_set_share: float | None = None
+               ) -> dict[str, NoiseSpec]:
+    """Noise of every release the run will make: ``label_set_share`` of the budget (in μ²)
+    for the DP label set when the labels are not declared (None: declared or unlabelled),
+    ``vocab_share`` for the DP vocabulary when there is one (None: plain AugPE), the rest
+    split evenly over the ``iterations`` vote releases. The plan composes to at most
+    (ε, δ)."""
     if not (isinstance(iterations, int) and iterations >= 1):
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
     shares: dict[str, float] = {}
-    if vocab_share is not None:
-        if not 0 < vocab_share < 1:
-            raise ValueError(f"vocab_share must be in (0, 1), got {vocab_share!r}")
-        shares[VOCAB_STAGE] = vocab_share
+    for stage, name, share in ((LABEL_SET, "label_set_share", label_set_share),
+                               (VOCAB_STAGE, "vocab_share", vocab_share)):
+        if share is not None:
+            if not 0 < share < 1:
+                raise ValueError(f"{name} must be in (0, 1), got {share!r}")
+            shares[stage] = share
     rest = 1.0 - sum(shares.values())
+    if not rest > 0:
+        raise ValueError("the label-set and vocabulary shares leave nothing for the votes")
     shares.update({vote_stage(t): rest / iterations for t in range(1, iterations + 1)})
-    return split_budget(epsilon, delta, shares, dict.fromkeys(shares, "gaussian"))
+    return split_budget(epsilon, delta, shares, dict.fromkeys(shares, "gaussian"),
+                        thresholds=[LABEL_SET] if label_set_share is not None else [])
 
 
 def planned_releases(specs: dict[str, NoiseSpec], classes: list) -> list[Release]:
@@ -61,6 +71,9 @@ def planned_releases(specs: dict[str, NoiseSpec], classes: list) -> list[Release
     to check and charge a corpus's budget before any private data is touched."""
     out = []
     for stage, spec in specs.items():
+        if stage == LABEL_SET:
+            out.append(planned_value_set(spec))
+            continue
         mult = gaussian_noise_multiplier(spec.epsilon, spec.delta)
         parts = [None] if stage == VOCAB_STAGE else [str(c) for c in classes]
         for part in parts:

@@ -69,6 +69,7 @@ class AugPEConfig:
     terms_per_doc: int = 80
     vocab_noise_terms: float = 10.0
     vocab_share: float = 0.2  # share of the budget (in μ²) spent on Ṽ
+    label_set_share: float = 0.1  # ... on the DP label set, when the labels are not declared
     embedder: Any = "minilm"
     class_names: bool = False
     target_words: int | None = None  # None: 0.6 words per token of max_tokens
@@ -92,10 +93,14 @@ class AugPEConfig:
         if not 0 < self.mask_rate < 1:
             raise ValueError(f"mask_rate must be in (0, 1), got {self.mask_rate!r}")
 
-    def noise(self, epsilon: float, delta: float) -> dict[str, NoiseSpec]:
+    def noise(self, epsilon: float, delta: float, label_set: bool = False
+              ) -> dict[str, NoiseSpec]:
+        """The plan; ``label_set``: the labels are not declared, so the run releases the DP
+        label set first (``privacy.labels``)."""
         self.validate()
         return plan_noise(epsilon, delta, self.iterations,
-                          self.vocab_share if self.random_words else None)
+                          self.vocab_share if self.random_words else None,
+                          self.label_set_share if label_set else None)
 
     def words(self) -> int:
         return self.target_words or max(10, round(0.6 * self.max_tokens))

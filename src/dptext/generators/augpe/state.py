@@ -1,7 +1,8 @@
 """The run directory of an Aug-PE run, written step by step so that a run can resume.
 
-``run.json`` (the options that fix the release, written before anything private is
-read), ``vocabulary.json`` (AugPE+Ṽ: the DP vocabulary and its release record),
+``run.json`` (the options that fix the release), ``label_set.json`` (without declared
+labels: the DP label set and its release record, written before ``run.json``),
+``vocabulary.json`` (AugPE+Ṽ: the DP vocabulary and its release record),
 ``votes_<t>.json`` (iteration t's noisy histograms and their release records, written
 atomically the moment they are drawn, before any prompt uses them) and
 ``population_<t>.jsonl`` (the synthetic texts after iteration t). The ledger is
@@ -51,8 +52,8 @@ class RunState:
     # ---------------------------------------------------------------- releases
     def _release_files(self) -> list[Path]:
         votes = sorted(self.dir.glob("votes_*.json"), key=lambda p: int(p.stem.split("_")[1]))
-        vocab = self.dir / "vocabulary.json"
-        return ([vocab] if vocab.exists() else []) + votes
+        first = [self.dir / "label_set.json", self.dir / "vocabulary.json"]
+        return [p for p in first if p.exists()] + votes
 
     def ledger(self, epsilon_cap: float | None = None) -> PrivacyLedger:
         """Every release this run made so far, from the files that hold their outputs."""
@@ -60,6 +61,12 @@ class RunState:
         for path in self._release_files():
             ledger.releases.extend(Release(**r) for r in json.loads(path.read_text())["releases"])
         return ledger
+
+    def save_label_set(self, released, releases: list[Release]) -> None:
+        """The DP label set (``privacy.labels.ReleasedValues``) and its release record."""
+        _atomic_write(self.dir / "label_set.json", json.dumps(
+            {"label_set": released.to_dict(), "releases": [asdict(r) for r in releases]},
+            ensure_ascii=False))
 
     def save_vocabulary(self, words: tuple[str, ...], releases: list[Release]) -> None:
         _atomic_write(self.dir / "vocabulary.json", json.dumps(

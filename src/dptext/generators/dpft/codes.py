@@ -6,6 +6,11 @@ histogram over all combinations of the public code values: one document adds 1 t
 exactly one cell, so under add/remove-one-document neighbours the histogram moves by
 1 in L1 and L2. It is released through ``dptext.privacy.release`` (Gaussian), so it
 lands in the ledger and is composed with the DP-SGD run.
+
+The public code values of each field are declared (``--labels``, ``--code-values``:
+free) or, for the fields not declared, released first with DP partition selection
+(``privacy.labels.release_value_sets``, one "label set" release over every undeclared
+field). Documents with a value outside the public sets are left out of everything.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import numpy as np
 
 from dptext.corpus import Corpus, InputError
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.privacy.labels import PrivateValuesError, check_declared, release_value_sets
 
 LABEL_FIELD = "label"
 
@@ -76,13 +82,37 @@ class CodeDistribution:
                    tuple(d["noisy_counts"]), d.get("private", True))
 
 
-def code_domains(codes: list[dict[str, str]], declared: dict[str, Sequence[str]] | None = None
+def code_domains(codes: list[dict[str, str]], declared: dict[str, Sequence[str]] | None = None,
+                 *, spec: NoiseSpec | None = None, ledger: PrivacyLedger | None = None
                  ) -> dict[str, tuple[str, ...]]:
-    """Public value sets of each field: ``declared`` where given, else read from the data
-    (then treated as public, as for labels; see reporting.LABELS_FROM_DATA)."""
-    declared = declared or {}
+    """Public value sets of each field: ``declared`` where given (the data must stay inside
+    them: ``PrivateValuesError``), the others released by DP partition selection with
+    ``spec`` into ``ledger`` — or, with ``spec=None`` (ε = ∞ only), read from the data,
+    NOT private."""
+    declared = {f: tuple(v) for f, v in (declared or {}).items() if v}
     fields = list(codes[0]) if codes else []
-    return {f: tuple(declared.get(f) or sorted({c[f] for c in codes})) for f in fields}
+    for f in fields:
+        if f in declared:
+            check_declared((c[f] for c in codes), declared[f],
+                           what="labels" if f == LABEL_FIELD else f"values of {f!r}")
+    open_fields = [f for f in fields if f not in declared]
+    found: dict[str, tuple[str, ...]] = {}
+    if open_fields and spec is None:
+        found = {f: tuple(sorted({c[f] for c in codes})) for f in open_fields}
+    elif open_fields:
+        if ledger is None:
+            raise ValueError("releasing code values needs the run's ledger")
+        found = release_value_sets({f: [c[f] for c in codes] for f in open_fields}, spec,
+                                   ledger=ledger).values
+    return {f: declared[f] if f in declared else tuple(found[f]) for f in fields}
+
+
+def public_documents(codes: list[dict[str, str]], domains: dict[str, Sequence[str]]
+                     ) -> list[int]:
+    """Indices of the documents whose every code value is public (the others are in no
+    public cell and are left out)."""
+    sets = {f: set(v) for f, v in domains.items()}
+    return [i for i, c in enumerate(codes) if all(c[f] in sets[f] for f in sets)]
 
 
 def release_code_distribution(codes: list[dict[str, str]], domains: dict[str, tuple[str, ...]],
@@ -96,7 +126,9 @@ def release_code_distribution(codes: list[dict[str, str]], domains: dict[str, tu
     for c in codes:  # one document → one cell: L1 = L2 = 1
         key = tuple(c[f] for f in fields)
         if key not in index:
-            raise InputError(f"control code {key} is outside the declared values {domains}")
+            raise PrivateValuesError("a control code is outside the public code values; "
+                                     "declare it or fix the data",
+                                     f"control code {key} is outside {domains}")
         counts[index[key]] += 1
     if epsilon is None:
         return CodeDistribution(fields, cells, tuple(counts.tolist()), private=False)

@@ -7,8 +7,11 @@
 
 Budget: ``epsilon`` is the whole run's. ``code_share`` of it (and ``code_delta_share``
 of δ) goes to the Gaussian control-code histogram; the DP-SGD noise multiplier is then
-solved so that the ledger's composition of both (PLD accountant) is ≤ ε. ε = ∞ trains
-without DP and uses exact code frequencies: the output is then NOT private and the
+solved so that the ledger's composition of both (PLD accountant) is ≤ ε. Code values
+(the label, metadata fields) that ``code_values`` does not declare are first released
+with DP partition selection (the "label set" release, ``label_set_share`` of ε and δ);
+documents outside the public values are left out. ε = ∞ trains without DP and uses the
+data's own values and exact code frequencies: the output is then NOT private and the
 report says so.
 
 ``seed`` is public: it seeds only the decoding (``generate`` without ``rng``). The private
@@ -34,6 +37,7 @@ from dptext.generators.dpft.codes import (
     code_domains,
     document_codes,
     format_codes,
+    public_documents,
     release_code_distribution,
 )
 from dptext.generators.dpft.model import DEFAULT_MODEL, load_base
@@ -49,6 +53,7 @@ from dptext.generators.dpft.train import (
 )
 from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
+from dptext.privacy.labels import LABEL_SET, standalone_spec
 from dptext.reporting import LABELS_FROM_DATA, build_report
 
 NOT_PRIVATE = "NOT PRIVATE: ε = ∞, the model was fine-tuned without DP on the private corpus"
@@ -66,13 +71,14 @@ class DPFineTuneGenerator:
                  config: DPFTConfig | None = None, metadata_fields: Sequence[str] = (),
                  code_values: dict[str, Sequence[str]] | None = None,
                  checkpoint_dir: str | Path | None = None, seed: int | None = None,
-                 progress: bool = True):
+                 progress: bool = True, label_set_share: float = 0.1):
         self.epsilon = epsilon
         self.delta = delta
         self.model = model
         self.config = config or DPFTConfig()
         self.metadata_fields = tuple(metadata_fields)
-        self.code_values = code_values
+        self.code_values = code_values  # declared public values per field ("label": labels)
+        self.label_set_share = label_set_share  # of ε and δ, for undeclared code values
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.seed = seed
         self.progress = progress
@@ -93,24 +99,28 @@ class DPFineTuneGenerator:
         lm, tok = base if base is not None else load_base(self.model, cfg.dtype)
         self.tokenizer_ = tok
         lm = add_lora(lm, cfg)
-        domains = code_domains(codes, self.code_values)
-        self.classes_ = list(domains.get(LABEL_FIELD, ()))
+        plan_file = self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
+        resumed = plan_file is not None and plan_file.exists()
+        if resumed:  # resume: no new noise, same plan
+            self._restore_plan(json.loads(plan_file.read_text()))
+        else:
+            self._release_domains(codes)
+        keep = public_documents(codes, self.domains_)  # the others are in no public cell
+        codes, texts = [codes[i] for i in keep], [corpus.texts[i] for i in keep]
+        self.classes_ = list(self.domains_.get(LABEL_FIELD, ()))
         n_cls = len(self.classes_) if (cfg.multitask and self.classes_) else 0
         self.module_ = DPFTModule(lm, n_cls)
         n_params = sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
-        plan_file = self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
-        if plan_file is not None and plan_file.exists():  # resume: no new noise, same plan
-            self._restore_plan(json.loads(plan_file.read_text()))
-        else:
-            self._plan(codes, domains, n_params)
+        if not resumed:
+            self._plan(codes, n_params)
             if plan_file is not None:
                 self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
                 plan_file.write_text(json.dumps(self._plan_dict(), indent=2))
         code_strings = [format_codes(c) for c in codes]
-        docs = encode(tok, code_strings, corpus.texts, cfg.max_length)
+        docs = encode(tok, code_strings, texts, cfg.max_length)
         cls_docs = y = None
         if n_cls:
-            cls_docs = encode(tok, [""] * len(corpus), corpus.texts, cfg.cls_max_length,
+            cls_docs = encode(tok, [""] * len(texts), texts, cfg.cls_max_length,
                               with_codes=False)
             y = [self.classes_.index(c[LABEL_FIELD]) for c in codes]
         prior = [r for r in self.ledger_.releases if r.mechanism != "dp-sgd"]
@@ -126,10 +136,21 @@ class DPFineTuneGenerator:
         self.module_.eval()
         return self
 
-    def _plan(self, codes: list[dict[str, str]], domains: dict, n_params: int) -> None:
-        cfg = self.config
-        self.domains_ = domains
+    def _release_domains(self, codes: list[dict[str, str]]) -> None:
+        """The run's ledger, and the public values of each code field: declared, or the DP
+        label set of the undeclared fields (read from the data only when ε = ∞)."""
         self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
+        spec = standalone_spec("gaussian", self.label_set_share * self.epsilon,
+                               self.label_set_share * self.delta) if self.private else None
+        self.domains_ = code_domains(codes, self.code_values, spec=spec, ledger=self.ledger_)
+        empty = [f for f, v in self.domains_.items() if not v]
+        if empty:
+            raise ValueError(f"no value of {', '.join(empty)} reached the DP label set's "
+                             "threshold: there is no code to train on. Declare the values "
+                             "(--labels, --code-values) or raise ε.")
+
+    def _plan(self, codes: list[dict[str, str]], n_params: int) -> None:
+        cfg = self.config
         if self.private:
             dist = release_code_distribution(
                 codes, self.domains_, epsilon=cfg.code_share * self.epsilon,
@@ -143,8 +164,8 @@ class DPFineTuneGenerator:
         steps = max(1, math.ceil(cfg.epochs / q))
         sigma = None
         if self.private:
-            rec = calibrate_dp_sgd(epsilon_total=self.epsilon,
-                                   delta=(1 - cfg.code_delta_share) * self.delta,
+            rec = calibrate_dp_sgd(epsilon_total=self.epsilon,  # δ: what the others leave
+                                   delta=self.delta - sum(r.delta for r in self.ledger_.releases),
                                    sampling_rate=q, steps=steps, prior=self.ledger_.releases,
                                    max_grad_norm=cfg.max_grad_norm, name="DP-SGD fine-tuning")
             rec = replace(rec, dimension=n_params)  # noised coordinates per step
@@ -205,7 +226,9 @@ class DPFineTuneGenerator:
         return self.ledger_.guarantee()
 
     def privacy_report(self, command: str, parameters: dict[str, Any]) -> dict[str, Any]:
-        notes = [*PRIVACY_NOTES, LABELS_FROM_DATA]
+        notes = [*PRIVACY_NOTES]
+        if any(r.name.startswith(LABEL_SET) for r in self.ledger_.releases):
+            notes.append(LABELS_FROM_DATA)
         params = {"method": "dpft", "epsilon_target": _num(self.epsilon), "delta": self.delta,
                   "train_plan": asdict(self.plan_),
                   "dpft_config": self.config.to_dict(), **parameters}

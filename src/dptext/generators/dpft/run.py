@@ -42,13 +42,16 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
              n_documents: int | None = None, model: str | None = None,
              config: DPFTConfig | None = None, sampling: SamplingConfig | None = None,
              pplm: bool = False, pplm_config: PPLMConfig | None = None,
-             metadata_fields: Sequence[str] = (), seed: int | None = None,
+             metadata_fields: Sequence[str] = (),
+             code_values: dict[str, Sequence[str]] | None = None, seed: int | None = None,
              progress: bool = True, chunk: int = 32, base=None,
              charge: Callable[[list[Release]], Callable[[list[Release]], Any] | None]
              | None = None) -> dict[str, Any]:
     """Fit (or resume), generate ``n_documents`` (default: as many as the DP estimate
     of the corpus size), write ``out`` (JSONL) and its privacy report; return the report.
-    ``charge``: the corpus's persistent budget, called with the plan before anything else
+    ``code_values``: the declared public values of each code field ("label" for the
+    labels); the others are released as the DP label set. ``charge``: the corpus's
+    persistent budget, called with the plan before anything else
     (``cli.options.charge_plan``); it raises to refuse the run."""
     out = Path(out)
     run_dir = run_dir_for(out)
@@ -60,7 +63,8 @@ def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 
         if charge is not None and not (run_dir / "plan.json").exists():
             settle = charge([planned_run(PLAN_NAME, epsilon, delta)])  # before any model
         gen = DPFineTuneGenerator(epsilon, delta, model=model, config=config,
-                                  metadata_fields=metadata_fields, checkpoint_dir=run_dir,
+                                  metadata_fields=metadata_fields, code_values=code_values,
+                                  checkpoint_dir=run_dir,
                                   seed=seed, progress=progress).fit(corpus, base=base)
         if settle is not None and gen.private:
             settle(gen.ledger_.releases)  # the releases made, in place of the block

@@ -3,8 +3,9 @@
 
 Steps (releases marked DP; everything else is public or post-processing):
 
-1. read and de-duplicate the private corpus; DP: the tutor's label histogram and, without
-   declared label names, DP-KPS's vocabulary; saved before the first prompt;
+1. read and de-duplicate the private corpus; DP: without declared label names, the DP
+   label set (documents of a label not released are left out) and DP-KPS's vocabulary;
+   the tutor's label histogram; saved before the first prompt;
 2. the public generator writes the candidate pool (journaled, resumable);
 3. teachers on disjoint keyed-hash shards vote on the queried candidates; DP: GNMax;
 4. the student learns from the noisy argmax and scores every candidate; the tutor's
@@ -48,6 +49,7 @@ from dptext.generators.pate.student import select, student_scores, tutor_counts
 from dptext.generators.pate.teachers import VOTES_RELEASE, gnmax, teacher_votes
 from dptext.llm import Journal, PromptCache, RunStats, SamplingParams, clean_completion, run_prompts
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, release
+from dptext.privacy.labels import LABEL_SET, check_declared, release_label_set
 from dptext.reporting import LABELS_FROM_DATA, build_report, report_path, write_report
 
 PUBLIC_GENERATOR_NOTE = (
@@ -72,6 +74,7 @@ class PateConfig:
     max_queries: int | None = None  # query budget; None: query every candidate
     tutor_share: float = 0.05
     vocab_share: float = 0.2
+    label_set_share: float = 0.1  # the DP label set's, without declared label names
     labels: tuple[str, ...] | None = None  # declared public label names -> label prompts
     document_type: str = "document"
     vocab: str = "english:20000"
@@ -145,18 +148,17 @@ def _save_ledger(ledger: PrivacyLedger, path: Path) -> None:
     _write_atomic(path, {"releases": [asdict(r) for r in ledger.releases]})
 
 
-def _classes(corpus: Corpus, declared: tuple[str, ...] | None) -> list[str | None]:
+def _classes(corpus: Corpus, declared: tuple[str, ...] | None) -> list[str | None] | None:
+    """The public classes: [None], the declared labels, or None (the DP label set is to be
+    released). Checks the data against declared labels (private values reach the
+    curator's terminal only)."""
     if corpus.labels is None:
         if declared:
             raise InputError("labels were declared but the corpus has no label column")
         return [None]
-    present = sorted(set(corpus.labels))
     if declared is None:
-        return present
-    unknown = sorted(set(present) - set(declared))
-    if unknown:
-        raise InputError(f"{corpus.source}: labels {unknown} are not among the declared "
-                         f"labels {list(declared)}; declare them or fix the data")
+        return None
+    check_declared(corpus.labels, declared, source=corpus.source)
     return list(declared)
 
 
@@ -190,14 +192,26 @@ class _Run:
         cfg = self.cfg
         texts, labels = self.corpus()
         classes = _classes(self._source, cfg.labels)
-        layout = Layout.of(cfg, classes)
-        specs = plan_noise(cfg.epsilon, cfg.delta, tutor=len(classes) > 1,
-                           vocab=not layout.label_mode, tutor_share=cfg.tutor_share,
-                           vocab_share=cfg.vocab_share)
+        specs = plan_noise(cfg.epsilon, cfg.delta, tutor=classes is None or len(classes) > 1,
+                           vocab=cfg.labels is None, tutor_share=cfg.tutor_share,
+                           vocab_share=cfg.vocab_share,
+                           label_set_share=cfg.label_set_share if classes is None else None)
         if budget is not None:  # checked and charged before any release
             budget.charge(self._source, planned_releases(specs))
         ledger = PrivacyLedger()
         released: dict[str, Any] = {"tutor": None, "vocabulary": None}
+        if classes is None:  # the DP label set: its classes, and no tutor for fewer than 2
+            label_set = release_label_set(labels, specs[LABEL_SET], ledger=ledger)
+            classes = list(label_set.values["label"])
+            released["label_set"] = label_set.to_dict()
+            if not classes:
+                raise ValueError(
+                    f"no label reached the DP label set's threshold (a noisy count of "
+                    f"{label_set.threshold:.0f}): there is no class to write for. Declare "
+                    "--labels, or raise --epsilon.")
+            if len(classes) < 2:
+                specs.pop("tutor", None)
+        layout = Layout.of(cfg, classes)
         if "tutor" in specs:
             lab = np.asarray(labels, dtype=object)
             exact = np.array([(lab == c).sum() for c in classes], dtype=np.float64)
@@ -338,6 +352,9 @@ def _vote(run: _Run, layout: Layout, state: dict, ledger: PrivacyLedger, emb,
     """Teachers on keyed-hash shards vote on the queried candidates; GNMax releases it."""
     texts, labels = run.corpus()
     index = {c: i for i, c in enumerate(layout.classes)}
+    # documents of a label outside the public classes (not in the DP label set) take no part
+    keep = [i for i, lab in enumerate(labels) if lab in index]
+    texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     y = np.array([index[lab] for lab in labels], dtype=np.int64)
     run.echo(f"embedding {len(texts)} private documents (in memory only)")
     x_priv = np.asarray(emb.encode(list(texts)), dtype=np.float64)
