@@ -93,9 +93,11 @@ def test_defaults_run_on_a_two_document_class_without_refusal_or_exact_count(
         "--sequences-per-class", "3", "--out", str(out)])
     assert result.exit_code == 0, result.output
     text = said(result.output)
-    # no class size: neither the small class's 2 nor a large class's 60 (the corpus size
-    # on the "read" line is the curator's own input, shown on the terminal)
+    # no class size: neither the small class's 2 nor a large class's 60; nor the corpus
+    # size, which only the curator's terminal shows (this output is not a terminal)
     assert not re.search(r"(?<![\d.])(2|60) documents", text), text
+    n = len(pd.read_csv(csv_with_a_two_document_class))
+    assert f"{n} documents" not in text and str(n) not in text.split("read ")[1][:80], text
     assert "too small" not in text and "refuse" not in text and "error" not in text
     labels = {json.loads(x)["label"] for x in out.read_text().splitlines()}
     assert labels == {"business", "entertainment", "politics", "sports", "tech"}

@@ -127,7 +127,7 @@ def augpe(
     with o.user_errors():
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
-        console.print(f"read {corpus.source}: {len(corpus)} documents")
+        o.announce_corpus(corpus)
         declared = o.parse_labels(labels)
         if declared and corpus.labels is None:
             raise InputError("labels were declared but the corpus has no label column")

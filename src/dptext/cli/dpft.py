@@ -110,7 +110,7 @@ def dpft(
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid,
                              extra_columns=fields)
-        console.print(f"read {corpus.source}: {len(corpus)} documents")
+        o.announce_corpus(corpus)
         if not math.isfinite(eps):
             console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
                           "is NOT PRIVATE[/bold red]")

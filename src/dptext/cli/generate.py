@@ -267,7 +267,7 @@ def generate(
             declared = o.parse_labels(labels)
             corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                                  fmt=format, encoding=encoding, skip_invalid=skip_invalid)
-            console.print(f"read {corpus.source}: {len(corpus)} documents")
+            o.announce_corpus(corpus)
             if shots:
                 _check_few_shot_not_private(shots, corpus)
             from dptext.generators.kps import KeyphraseSeeder

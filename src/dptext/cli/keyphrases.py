@@ -102,7 +102,7 @@ def keyphrases(
         declared = o.parse_labels(labels)
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
-        console.print(f"read {corpus.source}: {len(corpus)} documents")
+        o.announce_corpus(corpus)
         params = dict(
             vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
             **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),

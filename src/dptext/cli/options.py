@@ -200,6 +200,13 @@ def user_errors():
                                   soft_wrap=True)
 
 
+def announce_corpus(corpus) -> None:
+    """Say which corpus was read. Its size is a private statistic: it is shown on the
+    curator's terminal only, never in a redirected stream (a log)."""
+    size = f": {len(corpus)} documents" if console.is_terminal else ""
+    console.print(f"read {corpus.source}{size}")
+
+
 def ensure_parent(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     return path

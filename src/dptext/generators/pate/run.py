@@ -356,7 +356,7 @@ def _vote(run: _Run, layout: Layout, state: dict, ledger: PrivacyLedger, emb,
     keep = [i for i, lab in enumerate(labels) if lab in index]
     texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
     y = np.array([index[lab] for lab in labels], dtype=np.int64)
-    run.echo(f"embedding {len(texts)} private documents (in memory only)")
+    run.echo("embedding the private documents (in memory only)")
     x_priv = np.asarray(emb.encode(list(texts)), dtype=np.float64)
     shards = shard_of(texts, run.cfg.teachers, new_salt())
     started = time.perf_counter()
