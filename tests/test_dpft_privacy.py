@@ -36,6 +36,9 @@ def _corpus(n=24):
     return Corpus(tuple(texts), tuple(["sport"] * (n // 2) + ["business"] * (n // 2)))
 
 
+LABELS = {"label": ("sport", "business")}  # declared: the corpora are too small for a DP label set
+
+
 def test_secret_generator_ignores_public_seeds():
     torch.manual_seed(0)
     a = torch.rand(8, generator=train_mod.secret_generator())
@@ -118,7 +121,8 @@ def test_a_run_folder_holds_no_seed_no_generator_state_and_no_loss(tiny, tmp_pat
     out = tmp_path / "synth.jsonl"
     cfg = DPFTConfig(epochs=1.0, batch_size=8, max_length=16, checkpoint_every=1)
     run_dpft(_corpus(), out, epsilon=8.0, n_documents=3, config=cfg, base=tiny(),
-             sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False)
+             code_values=LABELS, sampling=SamplingConfig(max_new_tokens=4), seed=0,
+             progress=False)
     assert losses and len(generators) == 2  # the sampler and the noise
     patterns = _float_patterns(losses)
     for g, initial in generators:  # 64 bytes of each generator's words, first and last
@@ -152,11 +156,11 @@ def test_resume_after_an_interruption_does_exactly_the_planned_steps(tiny, tmp_p
 
     monkeypatch.setattr(train_mod, "_save", dying_save)
     with pytest.raises(KeyboardInterrupt):
-        DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
-                            ).fit(_corpus(), base=tiny())
+        DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False,
+                            code_values=LABELS).fit(_corpus(), base=tiny())
     monkeypatch.setattr(train_mod, "_save", lambda *a: saved_steps.append(a[3]))
-    gen = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False
-                              ).fit(_corpus(), base=tiny())
+    gen = DPFineTuneGenerator(6.0, config=cfg, checkpoint_dir=tmp_path, progress=False,
+                            code_values=LABELS).fit(_corpus(), base=tiny())
     steps = gen.plan_.steps
     assert steps >= 4 and saved_steps == list(range(1, steps + 1))  # 2 before, the rest after
     assert gen.train_log_ == {"steps": steps, "resumed_at": 2}
@@ -183,6 +187,7 @@ def _dpft_cli(path, out, epsilon, *extra):
 
     return CliRunner().invoke(app, [
         "dpft", "--epsilon", epsilon, "-i", str(path), "--label-column", "label",
+        "--labels", "sport,business",
         "-o", str(out), "--documents", "2", "--epochs", "0.25", "--batch-size", "4",
         "--max-length", "16", "--max-new-tokens", "3", "--no-progress", *extra])
 
@@ -268,7 +273,8 @@ def test_generate_method_dpft_passes_the_budget_on(tiny, tmp_path, monkeypatch):
     def generate(out, epsilon, *extra):
         return CliRunner().invoke(app, [
             "generate", "--method", "dpft", "--epsilon", epsilon, "-i", str(path),
-            "--label-column", "label", "-o", str(out), "--total-sequences", "1",
+            "--label-column", "label", "--labels", "sport,business", "-o", str(out),
+            "--total-sequences", "1",
             "--no-progress", *extra])
 
     r = generate(tmp_path / "a.jsonl", "4", "--budget-total", "4.2")
