@@ -244,9 +244,9 @@ class KeyphraseSeeder:
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if self.model in ("histogram", "hybrid", "auto") and self.method != "independent":
+        if self.model in ("histogram", "hybrid") and self.method != "independent":
             raise ValueError(f"model={self.model!r} samples independently; method="
-                             f"'iterative' needs model='kde'")
+                             f"'iterative' needs model='kde' (or 'auto')")
         if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 
@@ -293,12 +293,18 @@ class KeyphraseSeeder:
         return out
 
     # ------------------------------------------------- keyphrase models and selection
+    def _family(self) -> str:
+        """The model family: ``model``, with "auto" meaning the KDE for iterative sampling
+        (only the KDE scores a term against a prefix)."""
+        return "kde" if self.model == "auto" and self.method == "iterative" else self.model
+
     def _legacy(self) -> bool:
-        """model="kde" without selection: the paper's path, releases exactly as before."""
-        return self.model == "kde" and self.select == "none"
+        """The KDE without selection: the paper's path, releases exactly as before."""
+        return self._family() == "kde" and self.select == "none"
 
     def _needs(self) -> tuple[str, ...]:
-        return NEEDS["hybrid" if self.model == "auto" and self.select == "none" else self.model]
+        family = self._family()
+        return NEEDS["hybrid" if family == "auto" and self.select == "none" else family]
 
     def model_noise_specs(self) -> dict[str, NoiseSpec]:
         """Noise of the model releases: the class × term histogram takes the vocabulary's
@@ -315,14 +321,15 @@ class KeyphraseSeeder:
         """(family, parameter) of each candidate model: the histogram weight λ of a
         hybrid, the contrastive keep share of a KDE. All are post-processing of the same
         releases, so the candidates share them and none pays separately."""
+        family = self._family()
         if self.select == "none":
-            family = "hybrid" if self.model == "auto" else self.model
+            family = "hybrid" if family == "auto" else family
             param = {"hybrid": self.mixture, "kde": self.contrastive_keep}.get(family)
             return [(family, param)]
         keeps = [("kde", k) for k in dict.fromkeys((self.contrastive_keep, 0.3))]
         hybrids = [("hybrid", m) for m in (0.25, 0.5, 0.75)]
         return {"kde": keeps, "histogram": [("histogram", None)], "hybrid": hybrids,
-                "auto": [keeps[0], ("histogram", None), *hybrids]}[self.model]
+                "auto": [keeps[0], ("histogram", None), *hybrids]}[family]
 
     def _selecting(self, labels: list) -> bool:
         return self.select == "auto" and len(self.candidate_specs()) > 1 and len(labels) > 1
@@ -499,8 +506,9 @@ class KeyphraseSeeder:
         for i in fit_idx:
             if class_ids[i] >= 0:
                 by_class[labels[class_ids[i]]].append(released_terms[i][:limit])
-        features = [FourierFeatures.draw(embeddings.shape[1], 1, self.features, self.bandwidth,
-                                         rng)]
+        features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
+                                         rng)
+                    for b in ensemble_blocks(self.method, self.length, self.ensemble)]
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features, noise, self.ledger_,
                                           max_windows=self.windows_per_doc, fold=fold)
@@ -508,7 +516,7 @@ class KeyphraseSeeder:
         self.unigram_ = unigram_scores(self.sketches_, embeddings)
         self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
                                           min_keep=2 * self.length)
-        return KdeModel(self.sketches_, self.unigram_, self.candidates_, embeddings, "independent")
+        return KdeModel(self.sketches_, self.unigram_, self.candidates_, embeddings, self.method)
 
     def _class_labels(self, corpus: Corpus) -> list[str | None]:
         if corpus.labels is None:
@@ -576,6 +584,44 @@ class KeyphraseSeeder:
             warnings.warn(f"weak signal in classes {listing}: their sequences will be noisy. "
                           f"{advice}", stacklevel=3)
         return out
+
+    # ---------------------------------------------------------------- reporting
+    def released_signal(self) -> list[dict]:
+        """Per class, the signal its released histogram row carries: how many of its terms
+        rose above the noise floor and how far its strongest count stands above the noise
+        (σ). Computed from released values only, so it may be shown and stored."""
+        h = self.histogram_
+        if h is None:
+            return []
+        return [{"label": label, "terms_above_noise": int(np.count_nonzero(row)),
+                 "strongest_over_noise": float(row.max() / h.noise_scale) if row.any() else 0.0}
+                for label, row in zip(h.labels, h.counts, strict=True)]
+
+    def summary_lines(self) -> list[str]:
+        """What the curator should know about the model and the signal (released values)."""
+        sel = self.selection_
+        if not sel:
+            return []
+        lines = []
+        if sel["selected"]:
+            eps = next(r.epsilon for r in self.ledger_.releases if r.mechanism ==
+                       "report-noisy-max")
+            lines.append(f"keyphrase model: {sel['chosen']}, chosen privately among "
+                         f"{len(sel['candidates'])} candidates on a held-out fold of about "
+                         f"{sel['validation_share']:.0%} of the documents (ε = {eps:.3g}, "
+                         "parallel to the releases on the other documents)")
+        else:
+            lines.append(f"keyphrase model: {sel['chosen']} (as given)")
+        signal = self.released_signal()
+        weak = [s for s in signal if s["terms_above_noise"] < self.length]
+        lines.append(f"released vocabulary: {len(self.released_vocabulary_)} terms above the "
+                     "noise floor")
+        if weak:
+            names = ", ".join(f"{s['label']!s} ({s['terms_above_noise']})" for s in weak[:10])
+            more = f" and {len(weak) - 10} more" if len(weak) > 10 else ""
+            lines.append(f"weak classes (fewer than L = {self.length} terms above the noise; "
+                         f"their sequences lean on the KDE or are shorter): {names}{more}")
+        return lines
 
     # ---------------------------------------------------------------- sampling
     def class_sizes(self, n_per_class: int | None = None, total: int | None = None) -> dict:
