@@ -32,6 +32,8 @@ from dptext.text.vocabulary import load_vocabulary
 MODELS = {"kde": dict(model="kde", select="none"),
           "histogram": dict(model="histogram", select="none"),
           "hybrid": dict(model="hybrid", select="none"),
+          "smoothed": dict(model="smoothed", select="none"),
+          "auto-smoothed": dict(model="smoothed", select="auto"),
           "auto": dict(model="auto", select="auto")}
 
 

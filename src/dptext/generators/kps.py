@@ -30,7 +30,9 @@ from dptext.generators.kps_models import (
     HistogramModel,
     KdeModel,
     MixtureModel,
+    SmoothedHistogramModel,
     describe,
+    neighbour_kernel,
 )
 from dptext.generators.kps_select import SELECTION_NAME, presence_matrix, select_model
 from dptext.kde.histogram import HISTOGRAM_NAME, noise_floor_of, release_histogram
@@ -56,6 +58,7 @@ from dptext.privacy.split import split_budget
 
 METHODS = ("independent", "iterative")
 SELECT = ("auto", "none")
+SMOOTHING_NEIGHBOURS = 10  # released terms each kept count is spread over (smoothed model)
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
 
 
@@ -173,6 +176,8 @@ class KeyphraseSeeder:
     model: str = "auto"  # auto, kde, histogram or hybrid (see generators/kps_models.py)
     select: str = "auto"  # auto: choose model and parameters privately; none: as given
     mixture: float = 0.5  # the hybrid's histogram weight λ (select="none")
+    histogram_power: float = 1.0  # purity exponent p of the histogram weights (select="none")
+    smoothing: float = 0.7  # the smoothed histogram's kernel bandwidth (select="none")
     validation_share: float = 0.1  # documents in the selection's validation fold
     histogram_terms: int = 5000  # most kept histogram columns in Ṽ
     selection_sequences: int = 200  # sequences per class per candidate, to score it
@@ -235,6 +240,9 @@ class KeyphraseSeeder:
                                      ("select", self.select, SELECT)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if not (number(self.histogram_power) and 0 <= self.histogram_power <= 10):
+            raise ValueError(f"histogram_power must be in [0, 10], got {self.histogram_power!r}")
+        positive("smoothing", self.smoothing)
         if not (number(self.mixture) and 0 <= self.mixture <= 1):
             raise ValueError(f"mixture must be in [0, 1], got {self.mixture!r}")
         if not (number(self.validation_share) and 0 < self.validation_share <= 0.5):
@@ -244,7 +252,7 @@ class KeyphraseSeeder:
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if self.model in ("histogram", "hybrid") and self.method != "independent":
+        if self.model in ("histogram", "smoothed", "hybrid") and self.method != "independent":
             raise ValueError(f"model={self.model!r} samples independently; method="
                              f"'iterative' needs model='kde' (or 'auto')")
         if self._gaussian_stages() and not (number(self.delta) and 0 < self.delta < 1):
@@ -324,12 +332,18 @@ class KeyphraseSeeder:
         family = self._family()
         if self.select == "none":
             family = "hybrid" if family == "auto" else family
-            param = {"hybrid": self.mixture, "kde": self.contrastive_keep}.get(family)
+            param = {"hybrid": self.mixture, "kde": self.contrastive_keep,
+                     "histogram": self.histogram_power,
+                     "smoothed": (self.smoothing, self.histogram_power)}[family]
             return [(family, param)]
         keeps = [("kde", k) for k in dict.fromkeys((self.contrastive_keep, 0.3))]
         hybrids = [("hybrid", m) for m in (0.25, 0.5, 0.75)]
-        return {"kde": keeps, "histogram": [("histogram", None)], "hybrid": hybrids,
-                "auto": [keeps[0], ("histogram", None), *hybrids]}[family]
+        powers = dict.fromkeys((self.histogram_power, 2.0, 3.0))
+        hists = [("histogram", p) for p in powers]
+        smoothed = [("smoothed", (h, p)) for h in dict.fromkeys((self.smoothing, 0.5))
+                    for p in powers]
+        return {"kde": keeps, "histogram": hists, "smoothed": [*hists, *smoothed],
+                "hybrid": hybrids, "auto": [keeps[0], *hists, *hybrids]}[family]
 
     def _selecting(self, labels: list) -> bool:
         return self.select == "auto" and len(self.candidate_specs()) > 1 and len(labels) > 1
@@ -461,17 +475,27 @@ class KeyphraseSeeder:
         to_released[_positions(vocab.terms, hist.terms)] = np.arange(len(hist.terms))
         released_terms = [m[m >= 0] for m in (to_released[f] for f in firsts)]
 
-        histogram = HistogramModel(hist)
+        histogram = HistogramModel(hist, self.histogram_power)
         kde = None
+        specs_c = self.candidate_specs()
         self.sketches_ = ReleasedSketches(features=(), sums={c: () for c in labels})
         self.embeddings_ = np.zeros((len(hist.terms), 0), dtype=np.float32)
+        if len(hist.terms) and ("kde" in specs or any(f == "smoothed" for f, _ in specs_c)):
+            self.embeddings_ = self._embed_released(step)
         if "kde" in specs and len(hist.terms):
             kde = self._fit_kde(released_terms, fit_idx, class_ids, labels, specs["kde"],
                                 fit_fold, rng, step)
+        kernels: dict = {}
         cands = []
-        for family, param in self.candidate_specs():
-            if family == "histogram" or kde is None:
-                cands.append(histogram)
+        for family, param in specs_c:
+            if family == "smoothed" and len(hist.terms):
+                h, p = param
+                if h not in kernels:
+                    kernels[h] = neighbour_kernel(self.embeddings_, SMOOTHING_NEIGHBOURS, h)
+                cands.append(SmoothedHistogramModel(hist, kernels[h], h, p))
+            elif family in ("histogram", "smoothed") or kde is None:
+                cands.append(replace(histogram, power=param if family == "histogram"
+                                     else self.histogram_power))
             elif family == "kde":
                 cands.append(kde if param == self.contrastive_keep else
                              replace(kde, candidates=candidate_sets(
@@ -491,16 +515,20 @@ class KeyphraseSeeder:
                            "chosen": describe(self.model_), "selected": selecting,
                            "validation_share": self.validation_share if selecting else 0.0}
 
-    def _fit_kde(self, released_terms, fit_idx, class_ids, labels, noise, fold, rng,
-                 step) -> KdeModel:
+    def _embed_released(self, step) -> np.ndarray:
+        """Embeddings of the released vocabulary (public terms only: the cache is safe)."""
         from dptext.embed import default_cache_dir, load_embedder
 
         step("embedding the released vocabulary")
         cache = default_cache_dir() if self.cache_dir is None else self.cache_dir
         embedder = load_embedder(self.embedder, cache_dir=cache) if isinstance(
             self.embedder, str) else self.embedder
-        embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
-                                          dtype=np.float32)
+        return np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
+                                    dtype=np.float32)
+
+    def _fit_kde(self, released_terms, fit_idx, class_ids, labels, noise, fold, rng,
+                 step) -> KdeModel:
+        embeddings = self.embeddings_
         limit = self.max_terms_per_doc or self.length
         by_class = {c: [] for c in labels}
         for i in fit_idx:
@@ -512,7 +540,6 @@ class KeyphraseSeeder:
         step("DP KDE sketches")
         self.sketches_ = release_sketches(by_class, embeddings, features, noise, self.ledger_,
                                           max_windows=self.windows_per_doc, fold=fold)
-        self.embeddings_ = embeddings
         self.unigram_ = unigram_scores(self.sketches_, embeddings)
         self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
                                           min_keep=2 * self.length)

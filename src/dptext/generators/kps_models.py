@@ -13,6 +13,10 @@ models (and parameters) can be built from the same releases and one chosen priva
   prefix, appendix B.2);
 * ``histogram`` — the bandwidth-0 limit: weight c_k(t)·c_k(t)/Σ_j c_j(t) of the kept
   (above-floor) noisy counts, frequent in the class and specific to it;
+* ``smoothed`` — the histogram smoothed through embedding neighbours: each kept
+  count is spread over the term's nearest released terms with the Gaussian kernel
+  exp(−‖e_t − e_u‖²/h²) (the KDE's smoothing, applied to the released histogram —
+  no release of its own);
 * ``hybrid`` — the mixture λ·p_hist + (1 − λ)·p_kde of the two normalised weights:
   the histogram's precision where a class's cells rose above the noise, the KDE's
   smoothing where they did not (a class with no kept cell falls back to the KDE).
@@ -25,15 +29,17 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from scipy import sparse
 
 from dptext.kde.histogram import ReleasedHistogram
 from dptext.kde.sampler import SamplingStats, sample_independent, sample_iterative
 from dptext.kde.sketch import ReleasedSketches
 
-MODELS = ("auto", "kde", "histogram", "hybrid")
+MODELS = ("auto", "kde", "histogram", "smoothed", "hybrid")
 # which releases a model family needs (what selecting among them has to pay for)
 NEEDS = {"kde": ("histogram", "kde"), "histogram": ("histogram",),
-         "hybrid": ("histogram", "kde"), "auto": ("histogram", "kde")}
+         "smoothed": ("histogram",), "hybrid": ("histogram", "kde"),
+         "auto": ("histogram", "kde")}
 
 
 @runtime_checkable
@@ -88,10 +94,54 @@ class HistogramModel:
     """The per-class DP term histogram (kept cells only)."""
 
     histogram: ReleasedHistogram
+    power: float = 1.0  # the purity exponent p of ReleasedHistogram.weights
     name: str = "histogram"
 
     def weights(self, label: Hashable) -> np.ndarray:
-        return self.histogram.weights(label)
+        return self.histogram.weights(label, self.power)
+
+    def sample(self, label, n, length, rng, stats) -> np.ndarray:
+        return _sample_weights(self.weights(label), n, length, rng, stats)
+
+
+def neighbour_kernel(embeddings: np.ndarray, neighbours: int, bandwidth: float,
+                     batch: int = 1024) -> sparse.csr_matrix:
+    """(|Ṽ|, |Ṽ|) sparse kernel: row t holds exp(−‖e_t − e_u‖²/h²) for the ``neighbours``
+    released terms u nearest to t (t itself included). Embeddings are unit-norm public
+    terms; the loop is over row batches, not over data."""
+    n = len(embeddings)
+    k = min(neighbours, n)
+    rows, cols, vals = [], [], []
+    for lo in range(0, n, batch):
+        sim = embeddings[lo:lo + batch] @ embeddings.T
+        idx = np.argpartition(-sim, k - 1, axis=1)[:, :k]
+        near = np.take_along_axis(sim, idx, axis=1)
+        rows.append(np.repeat(np.arange(lo, lo + len(sim)), k))
+        cols.append(idx.ravel())
+        vals.append(np.exp(-np.maximum(2.0 - 2.0 * near, 0.0) / bandwidth**2).ravel())
+    if not rows:
+        return sparse.csr_matrix((n, n))
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows),
+                                                      np.concatenate(cols))), shape=(n, n))
+
+
+@dataclass(frozen=True)
+class SmoothedHistogramModel:
+    """The histogram's kept counts spread over embedding neighbours, then weighted like
+    the histogram: s_k(t) = Σ_u K(t, u)·c_k(u), weight s_k(t)·(s_k(t)/Σ_j s_j(t))^p."""
+
+    histogram: ReleasedHistogram
+    kernel: sparse.csr_matrix
+    bandwidth: float
+    power: float = 1.0
+    name: str = "smoothed"
+
+    def weights(self, label: Hashable) -> np.ndarray:
+        smoothed = np.asarray(self.kernel @ self.histogram.counts.T).T  # (classes, |Ṽ|)
+        col = smoothed.sum(axis=0)
+        s = smoothed[self.histogram.labels.index(label)]
+        purity = np.divide(s, col, out=np.zeros_like(s), where=col > 0)
+        return s * purity**self.power
 
     def sample(self, label, n, length, rng, stats) -> np.ndarray:
         return _sample_weights(self.weights(label), n, length, rng, stats)
@@ -134,4 +184,8 @@ def describe(model: KeyphraseModel) -> str:
     """A short public description of a model and its parameters (for the report)."""
     if isinstance(model, MixtureModel):
         return f"hybrid (histogram weight {model.mix:g})"
+    if isinstance(model, SmoothedHistogramModel):
+        return f"smoothed histogram (bandwidth {model.bandwidth:g}, purity power {model.power:g})"
+    if isinstance(model, HistogramModel) and model.power != 1:
+        return f"histogram (purity power {model.power:g})"
     return model.name

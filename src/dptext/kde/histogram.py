@@ -82,13 +82,15 @@ class ReleasedHistogram:
     floor: float
     noise_scale: float
 
-    def weights(self, label: Hashable) -> np.ndarray:
-        """Sampling weight of every term for ``label``: c_k(t) · c_k(t) / Σ_j c_j(t) —
-        frequent in the class and specific to it (post-processing)."""
+    def weights(self, label: Hashable, power: float = 1.0) -> np.ndarray:
+        """Sampling weight of every term for ``label``: c_k(t) · (c_k(t) / Σ_j c_j(t))^p —
+        frequent in the class and specific to it; a larger ``power`` p favours specific
+        terms more (post-processing)."""
         k = self.labels.index(label)
         col = self.counts.sum(axis=0)
         c = self.counts[k]
-        return np.divide(c * c, col, out=np.zeros_like(c), where=col > 0)
+        purity = np.divide(c, col, out=np.zeros_like(c), where=col > 0)
+        return c * purity**power
 
     def expected_cells(self, label: Hashable) -> int:
         """How many of the class's cells rose above the floor (a released value)."""
