@@ -173,7 +173,7 @@ class KeyphraseSeeder:
     epsilon_labels: float = 0.0
     allow_noisy_classes: bool = False
     cache_dir: Any = None
-    model: str = "auto"  # auto, kde, histogram or hybrid (see generators/kps_models.py)
+    model: str = "auto"  # auto, kde, histogram, smoothed, hybrid (generators/kps_models.py)
     select: str = "auto"  # auto: choose model and parameters privately; none: as given
     mixture: float = 0.5  # the hybrid's histogram weight λ (select="none")
     histogram_power: float = 1.0  # purity exponent p of the histogram weights (select="none")
@@ -312,7 +312,7 @@ class KeyphraseSeeder:
 
     def _needs(self) -> tuple[str, ...]:
         family = self._family()
-        return NEEDS["hybrid" if family == "auto" and self.select == "none" else family]
+        return NEEDS["smoothed" if family == "auto" and self.select == "none" else family]
 
     def model_noise_specs(self) -> dict[str, NoiseSpec]:
         """Noise of the model releases: the class × term histogram takes the vocabulary's
@@ -331,7 +331,7 @@ class KeyphraseSeeder:
         releases, so the candidates share them and none pays separately."""
         family = self._family()
         if self.select == "none":
-            family = "hybrid" if family == "auto" else family
+            family = "smoothed" if family == "auto" else family
             param = {"hybrid": self.mixture, "kde": self.contrastive_keep,
                      "histogram": self.histogram_power,
                      "smoothed": (self.smoothing, self.histogram_power)}[family]
@@ -342,8 +342,10 @@ class KeyphraseSeeder:
         hists = [("histogram", p) for p in powers]
         smoothed = [("smoothed", (h, p)) for h in dict.fromkeys((self.smoothing, 0.5))
                     for p in powers]
+        # auto: the histogram family, whose candidates all share ONE release (the KDE and
+        # the hybrid need a second one, which would halve the histogram's budget)
         return {"kde": keeps, "histogram": hists, "smoothed": [*hists, *smoothed],
-                "hybrid": hybrids, "auto": [keeps[0], *hists, *hybrids]}[family]
+                "hybrid": hybrids, "auto": [*hists, *smoothed]}[family]
 
     def _selecting(self, labels: list) -> bool:
         return self.select == "auto" and len(self.candidate_specs()) > 1 and len(labels) > 1

@@ -39,7 +39,7 @@ MODELS = ("auto", "kde", "histogram", "smoothed", "hybrid")
 # which releases a model family needs (what selecting among them has to pay for)
 NEEDS = {"kde": ("histogram", "kde"), "histogram": ("histogram",),
          "smoothed": ("histogram",), "hybrid": ("histogram", "kde"),
-         "auto": ("histogram", "kde")}
+         "auto": ("histogram",)}
 
 
 @runtime_checkable
