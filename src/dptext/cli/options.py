@@ -98,8 +98,10 @@ Sampling = Annotated[str, typer.Option(
     help="contrastive (class-specific terms first) or proportional (the paper's).",
     rich_help_panel=SEEDER)]
 Model = Annotated[str, typer.Option(
-    help="Keyphrase model: auto (let --select choose), kde (the paper's RFF KDE), histogram "
-    "(per-class DP term histogram) or hybrid (a mixture of the two).", rich_help_panel=SEEDER)]
+    help="Keyphrase model: auto (the per-class DP term histogram, its parameters chosen by "
+    "--select), histogram, smoothed (the histogram smoothed through embedding neighbours), "
+    "kde (the paper's RFF KDE) or hybrid (histogram + KDE mixture: two releases).",
+    rich_help_panel=SEEDER)]
 Select = Annotated[str, typer.Option(
     help="auto: choose the model and its parameters privately on a held-out fold (its ε is "
     "in the report; the folds are disjoint, so --epsilon stays the total); none: use "
