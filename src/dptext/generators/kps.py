@@ -108,6 +108,19 @@ def release_vocabulary(texts, vocab, noise: NoiseSpec, ledger: PrivacyLedger, *,
     return tuple(vocab.terms[i] for i in kept)
 
 
+def _composed_epsilon(specs) -> float:
+    """The ε that releases with these noise specs compose to (the ledger's own rule)."""
+    from dptext.privacy import compose
+
+    recs = [Release(name="planned", mechanism=spec.kind, neighbouring="planned",
+                    sensitivity_norm="L2", sensitivity=1.0, sensitivity_reason="planned",
+                    noise_scale=1.0, dimension=1, epsilon=spec.epsilon, delta=spec.delta,
+                    noise_multiplier=gaussian_noise_multiplier(spec.epsilon, spec.delta)
+                    if spec.kind == "gaussian" else 1.0)
+            for spec in specs]
+    return compose(recs).epsilon
+
+
 def _positions(terms: tuple[str, ...], wanted: tuple[str, ...]) -> np.ndarray:
     """Index in ``terms`` of each of ``wanted`` (all present)."""
     where = {t: i for i, t in enumerate(terms)}
@@ -317,11 +330,13 @@ class KeyphraseSeeder:
     def model_noise_specs(self) -> dict[str, NoiseSpec]:
         """Noise of the model releases: the class × term histogram takes the vocabulary's
         share (it replaces the vocabulary release), the sketches theirs; a histogram
-        alone takes the whole ε (``epsilon``, or ``epsilon_vocab + epsilon_kde``)."""
+        alone takes the whole ε (``epsilon``, or what ``epsilon_vocab`` and ``epsilon_kde``
+        compose to)."""
         if "kde" in self._needs():
             specs = self.noise_specs()
             return {"histogram": specs["vocab"], "kde": specs["kde"]}
-        eps = self.epsilon if self.epsilon is not None else self.epsilon_vocab + self.epsilon_kde
+        eps = self.epsilon if self.epsilon is not None else _composed_epsilon(
+            self.noise_specs().values())  # what the two stages would have composed to
         gauss = self.vocab_noise == "gaussian"
         return {"histogram": NoiseSpec(self.vocab_noise, eps, self.delta if gauss else 0.0)}
 
@@ -369,16 +384,7 @@ class KeyphraseSeeder:
         """The selection's ε: as much as the fit fold's releases cost together, since the
         validation fold holds other documents (parallel composition: the run's ε does not
         grow)."""
-        from dptext.privacy import compose
-
-        specs = self.model_noise_specs()
-        recs = [Release(name=s, mechanism=spec.kind, neighbouring="planned",
-                        sensitivity_norm="L2", sensitivity=1.0, sensitivity_reason="planned",
-                        noise_scale=1.0, dimension=1, epsilon=spec.epsilon, delta=spec.delta,
-                        noise_multiplier=gaussian_noise_multiplier(spec.epsilon, spec.delta)
-                        if spec.kind == "gaussian" else 1.0)
-                for s, spec in specs.items()]
-        return compose(recs).epsilon
+        return _composed_epsilon(self.model_noise_specs().values())
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
