@@ -148,6 +148,11 @@ def test_ledger_folds_compose_in_parallel():
     g = compose([rel(2.0, "fit"), rel(2.5, "validation"), rel(0.5, None)])
     assert g.epsilon == pytest.approx(3.0)
     assert compose([rel(2.0, None), rel(2.5, None)]).epsilon == pytest.approx(4.5)
+    # two runs split their documents independently: a document can be in run 1's fit
+    # fold and run 2's validation fold, so the runs' costliest folds add up
+    g = compose([rel(6.0, "r1: fit"), rel(1.0, "r1: validation"),
+                 rel(1.0, "r2: fit"), rel(6.0, "r2: validation")])
+    assert g.epsilon == pytest.approx(12.0)
 
 
 def test_select_noisy_max_records_and_prefers_the_best():
@@ -175,6 +180,11 @@ def test_candidate_score_is_bounded_per_document():
     right2 = candidate_correct(HistogramModel(hist), ("a", "b"), x2, np.append(y, 0),
                                per_class=20, length=2, rng=np.random.default_rng(0))
     assert abs(int(right2.sum()) - int(right.sum())) <= 1
+    # an empty validation fold scores nothing (and does not fail)
+    none = candidate_correct(HistogramModel(hist), ("a", "b"), presence_matrix([], 4),
+                             np.zeros(0, dtype=int), per_class=20, length=2,
+                             rng=np.random.default_rng(0))
+    assert none.shape == (0,)
 
 
 @pytest.mark.parametrize("model", ["histogram", "smoothed", "hybrid"])

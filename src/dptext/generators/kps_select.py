@@ -43,8 +43,9 @@ def presence_matrix(doc_terms: Sequence[np.ndarray], n_terms: int) -> sparse.csr
 def candidate_correct(model: KeyphraseModel, labels: Sequence[Hashable], x: sparse.csr_matrix,
                       y: np.ndarray, *, per_class: int, length: int,
                       rng: np.random.Generator) -> np.ndarray:
-    """Per validation document, 1 if a logistic regression trained on ``model``'s sequences labels
-    it right, else 0 (``y`` = index into ``labels``; −1 is never right)."""
+    """Per validation document, 1 if a logistic regression trained on ``model``'s
+    sequences labels it right, else 0 (``y`` = index into ``labels``; −1 is never right;
+    an empty validation fold or no training signal scores 0 everywhere)."""
     from sklearn.linear_model import LogisticRegression
 
     n_terms = x.shape[1]
@@ -55,7 +56,7 @@ def candidate_correct(model: KeyphraseModel, labels: Sequence[Hashable], x: spar
         rows.append(presence_matrix([p[p >= 0] for p in pos], n_terms))
         ys.append(np.full(len(pos), k))
     train, target = sparse.vstack(rows).tocsr(), np.concatenate(ys)
-    if len(np.unique(target)) < 2 or train.nnz == 0:  # nothing to learn from
+    if len(np.unique(target)) < 2 or train.nnz == 0 or x.shape[0] == 0:  # nothing to learn
         return np.zeros(x.shape[0], dtype=np.int64)
     clf = LogisticRegression(max_iter=200, C=1.0).fit(train, target)
     pred = clf.predict(x)

@@ -149,19 +149,36 @@ def compose(releases: list[Release]) -> Guarantee:
     """Composed guarantee of ``releases`` under add/remove-one-document neighbours."""
     if not releases:
         return Guarantee(0.0, 0.0, "nothing released")
-    folds: dict[str, list[Release]] = defaultdict(list)
+    # folds are scoped ("<scope>: <fold>"; a run's folds share its scope): within one scope
+    # the folds hold disjoint documents; different scopes (runs) split independently
+    scopes: dict[str, dict[str, list[Release]]] = defaultdict(lambda: defaultdict(list))
     for r in releases:
         if r.fold is not None:
-            folds[r.fold].append(r)
-    if len(folds) < 2:
+            scope = r.fold.rsplit(": ", 1)[0] if ": " in r.fold else ""
+            scopes[scope][r.fold].append(r)
+    split = {s: folds for s, folds in scopes.items() if len(folds) > 1}
+    if not split:
         return _compose_flat(releases)
-    # A neighbour differs in one document, which lies in exactly one fold: the outputs
-    # then differ only through that fold's releases and those made on all documents.
-    shared = [r for r in releases if r.fold is None]
-    per_fold = [_compose_flat(shared + rs) for rs in folds.values()]
-    return Guarantee(max(g.epsilon for g in per_fold), max(g.delta for g in per_fold),
-                     f"folds {', '.join(sorted(folds))} in parallel (disjoint documents), "
-                     f"each: {max(per_fold, key=lambda g: g.epsilon).method}")
+    if len(split) == 1 and len(scopes) == 1:
+        # A neighbour differs in one document, which lies in exactly one fold: the outputs
+        # then differ only through that fold's releases and those made on all documents.
+        folds = next(iter(split.values()))
+        shared = [r for r in releases if r.fold is None]
+        per_fold = [_compose_flat(shared + rs) for rs in folds.values()]
+        return Guarantee(max(g.epsilon for g in per_fold), max(g.delta for g in per_fold),
+                         f"folds {', '.join(sorted(folds))} in parallel (disjoint documents), "
+                         f"each: {max(per_fold, key=lambda g: g.epsilon).method}")
+    # several split scopes (e.g. runs on one corpus): each costs its costliest fold, and
+    # the scopes and the rest compose by basic composition (valid for any mechanisms)
+    rest = [r for r in releases if r.fold is None or
+            (r.fold.rsplit(": ", 1)[0] if ": " in r.fold else "") not in split]
+    parts = [_compose_flat(rest)] if rest else []
+    for folds in split.values():
+        per_fold = [_compose_flat(rs) for rs in folds.values()]
+        parts.append(Guarantee(max(g.epsilon for g in per_fold),
+                               max(g.delta for g in per_fold), "folds"))
+    return Guarantee(sum(g.epsilon for g in parts), sum(g.delta for g in parts),
+                     "basic composition of runs whose folds compose in parallel within each")
 
 
 def _compose_flat(releases: list[Release]) -> Guarantee:
