@@ -128,23 +128,28 @@ def test_planned_releases_compose_like_the_fit_will():
     from dptext.privacy import compose
 
     declared = ("a", "b")  # a declared label set costs nothing
+    kde = dict(model="kde", select="none")
     g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, labels=declared,
-                                vocab_noise="laplace").planned_releases())
+                                vocab_noise="laplace", **kde).planned_releases())
     assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
-    assert compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, vocab_noise="laplace"
-                                   ).planned_releases(labelled=False)) == g  # unlabelled
+    assert compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, vocab_noise="laplace",
+                                   **kde).planned_releases(labelled=False)) == g  # unlabelled
     # undeclared labels: the DP label set is planned too (Laplace: ε, and half of δ for its
     # threshold; the Gaussian sketches keep the other half)
     undeclared = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_label_set=0.5,
-                                 vocab_noise="laplace").planned_releases()
+                                 vocab_noise="laplace", **kde).planned_releases()
     assert undeclared[0].name == "label set"
     assert undeclared[0].threshold_delta == pytest.approx(5e-6)
     g = compose(undeclared)
     assert g.epsilon == pytest.approx(6.5) and g.delta == pytest.approx(1e-5)
     # two Gaussian stages compose through their PLDs: less than the sum
-    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
-                                   labels=declared).planned_releases())
+    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, labels=declared, **kde)
+                   .planned_releases())
     assert 4.9 < both.epsilon < 5.1
+    # the default: one histogram on the fit fold, the selection on the other, in parallel
+    default = compose(KeyphraseSeeder(epsilon=6.0).planned_releases())
+    assert default.epsilon == pytest.approx(6.0, rel=1e-3) and default.delta == \
+        pytest.approx(1e-5)
     b = CorpusBudget.open("d" * 64, total=11.0)
     b.commit(_ledger(1.0), command="t")
     planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5,

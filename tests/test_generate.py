@@ -132,7 +132,7 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
             _vocab_file(tmp_path), "--embedder", "model2vec", "--features", "200",
             "--vocab-size", "300", "--sequences-per-class", "3",
             "--labels", "business,entertainment,politics,sports,tech",
-            "--no-progress", "--no-cache", "--seed", "5"]
+            "--model", "kde", "--select", "none", "--no-progress", "--no-cache", "--seed", "5"]
     r = _cli(args)
     assert r.exit_code == 0, r.output
     # the recording backend's answers neither loop nor refuse: the counters say so

@@ -73,8 +73,9 @@ def write_report(report: dict[str, Any], path: str | Path) -> Path:
 
 TITLE = "Privacy report: every release of this run"
 
-_NOISE_SYMBOL = {"laplace": "b", "gaussian": "σ", "dp-sgd": "σ"}
-_COMPACT_LEGEND = "comp.: seq = sequential; par ×n = parallel over n disjoint partitions"
+_NOISE_SYMBOL = {"laplace": "b", "report-noisy-max": "b", "gaussian": "σ", "dp-sgd": "σ"}
+_COMPACT_LEGEND = ("comp.: seq = sequential; par ×n = parallel over n disjoint partitions; "
+                   "a fold name = made on that fold only, parallel to the other fold")
 
 
 def print_report(report: dict[str, Any], console: Console) -> None:
@@ -124,7 +125,8 @@ def _wide_table(releases: list[dict[str, Any]]) -> Table:
     for col in ("release", "mechanism", "sensitivity", "noise", "ε", "δ", "composition"):
         table.add_column(col, overflow="fold")
     for r in releases:
-        noise = ("Laplace b" if r["mechanism"] == "laplace" else "Gaussian σ")
+        noise = {"laplace": "Laplace b", "report-noisy-max": "exponential scale"}.get(
+            r["mechanism"], "Gaussian σ")
         table.add_row(
             _release_name(r),
             r["mechanism"],
@@ -132,7 +134,8 @@ def _wide_table(releases: list[dict[str, Any]]) -> Table:
             f"{noise} = {r['noise_scale']:.4g} on {r['dimension']} values",
             f"{r['epsilon']:.4g}",
             f"{r['delta']:.3g}",
-            "parallel (disjoint documents)" if r.get("parallel_group") else "sequential",
+            ("parallel (disjoint documents)" if r.get("parallel_group") else "sequential")
+            + (f"; {r['fold']} fold, parallel to the other fold" if r.get("fold") else ""),
         )
     return table
 
@@ -154,7 +157,8 @@ def _compact_table(releases: list[dict[str, Any]]) -> Table:
             str(r["dimension"]),
             f"{r['epsilon']:.4g}",
             f"{r['delta']:.3g}",
-            (f"par ×{n}" if n > 1 else "par") if r.get("parallel_group") else "seq",
+            ((f"par ×{n}" if n > 1 else "par") if r.get("parallel_group") else "seq")
+            + (f" {r['fold'].rsplit(': ', 1)[-1]}" if r.get("fold") else ""),
         )
     return table
 

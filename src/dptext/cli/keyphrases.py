@@ -28,8 +28,11 @@ def fit_seeder(corpus, *, seed: int | None, **params):
     n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
     console.print(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
                   f"{len(seeder.released_vocabulary_)} released terms; "
-                  f"{n_classes} {'class' if n_classes == 1 else 'classes'}, "
-                  f"{n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each")
+                  f"{n_classes} {'class' if n_classes == 1 else 'classes'}"
+                  + (f", {n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each"
+                     if n_sketches else ""))
+    for line in seeder.summary_lines():
+        console.print(line)
     return seeder, rng
 
 
@@ -40,10 +43,14 @@ def seeder_parameters(seeder) -> dict:
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
              "windows_per_doc", "labels", "epsilon_labels", "label_set_share",
-             "epsilon_label_set", "vocab_noise_terms")
-    return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
-                                                 type(None)) else str(getattr(seeder, n))
-            for n in names}
+             "epsilon_label_set", "vocab_noise_terms", "model", "select", "mixture",
+             "validation_share")
+    out = {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
+                                                type(None)) else str(getattr(seeder, n))
+           for n in names}
+    if getattr(seeder, "selection_", None):  # released choices only (no scores)
+        out["model_selection"] = dict(seeder.selection_)
+    return out
 
 
 @app.command()
@@ -73,6 +80,9 @@ def keyphrases(
     features: o.Features = o.D["features"],
     bandwidth: o.Bandwidth = o.D["bandwidth"],
     sampling: o.Sampling = o.D["sampling"],
+    model: o.Model = o.D["model"],
+    select: o.Select = o.D["select"],
+    mixture: o.Mixture = o.D["mixture"],
     vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     label_set_share: o.LabelSetShare = o.D["label_set_share"],
@@ -111,7 +121,8 @@ def keyphrases(
             vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
-            label_set_share=label_set_share, epsilon_label_set=epsilon_label_set)
+            label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
+            model=model, select=select, mixture=mixture)
         from dptext.generators.kps import KeyphraseSeeder
 
         budget = o.corpus_budget(

@@ -238,7 +238,8 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
                   epsilon_kde=epsilon_kde, vocab_noise="laplace", kde_noise="laplace",
                   terms_per_doc=4, vocab_size=len(vocab), vocab_noise_terms=len(vocab),
                   method="independent", length=2, features=1, bandwidth=bandwidth,
-                  sampling="proportional", labels=("a", "b"), cache_dir=None)
+                  sampling="proportional", labels=("a", "b"), cache_dir=None,
+                  model="kde", select="none")  # the paper's path, which this row audits
     kde_stat: dict[str, list[float]] = {"D": [], "D'": []}
     rank_stat: dict[str, list[float]] = {"D": [], "D'": []}
     claimed = None

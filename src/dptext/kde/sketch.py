@@ -196,6 +196,7 @@ def release_sketches(
     ledger: PrivacyLedger,
     *,
     max_windows: int,
+    fold: str | None = None,
 ) -> ReleasedSketches:
     """Build each class's exact sketch sums and release them with noise, once."""
     sensitivity = sketch_sensitivity(features)
@@ -205,6 +206,6 @@ def release_sketches(
         exact = np.concatenate(exact_sums(seqs, embeddings, features, max_windows))
         noisy = release(exact, sensitivity, noise, ledger=ledger,
                         name="KDE sketch sums", partition=f"class={label}",
-                        parallel_group=KDE_GROUP)
+                        parallel_group=KDE_GROUP, fold=fold)
         out[label] = tuple(np.split(noisy.astype(np.float32), np.cumsum(sizes)[:-1]))
     return ReleasedSketches(features=tuple(features), sums=out)

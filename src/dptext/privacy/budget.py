@@ -196,6 +196,8 @@ class CorpusBudget:
                 rel = Release(**r)
                 if rel.parallel_group is not None:  # parallel only within one run
                     rel = replace(rel, parallel_group=f"{run['run_id']}: {rel.parallel_group}")
+                if rel.fold is not None:  # each run splits its documents afresh
+                    rel = replace(rel, fold=f"{run['run_id']}: {rel.fold}")
                 out.append(rel)
         return out
 

@@ -22,6 +22,13 @@ A partition selection (``privacy.labels``: the DP label set) also records a
 ``threshold_delta``: the probability that a value held by one document passes its
 threshold. It is no part of the noise's privacy-loss distribution, so it is taken
 out of the δ the PLD accountant is asked at and added to the composed δ.
+
+* releases with a ``fold`` were made on one fold of a split of the documents that
+  is fixed per document (a keyed hash of the document itself, see
+  ``privacy.selection.fold_of``): releases on different folds touch disjoint
+  documents, so the folds compose in parallel (even adaptively: a later fold's
+  release may read an earlier fold's) and cost as much as the costliest fold.
+  Releases without a fold touch every document and compose with all of them.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ class Release:
     sampling_rate: float | None = None  # dp-sgd: Poisson sampling probability per document
     steps: int | None = None  # dp-sgd: number of noisy gradient steps
     threshold_delta: float = 0.0  # partition selection: part of ``delta`` spent by a threshold
+    fold: str | None = None  # the document fold it was computed on (None: all documents)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """This release as a dp-accounting event (Gaussian and DP-SGD releases only)."""
@@ -75,6 +83,7 @@ PLD_MECHANISMS = ("gaussian", "dp-sgd")
 BLOCK_MECHANISM = "approx-dp"
 #: no DP at all (an ε = ∞ run): the composition is not private
 NOT_PRIVATE_MECHANISM = "none"
+PURE_MECHANISMS = ("laplace", "report-noisy-max")  # pure ε, composed by addition
 
 
 @dataclass(frozen=True)
@@ -158,17 +167,50 @@ def compose(releases: list[Release]) -> Guarantee:
         return Guarantee(0.0, 0.0, "nothing released")
     if any(r.mechanism == NOT_PRIVATE_MECHANISM for r in releases):
         return Guarantee(math.inf, 1.0, "NOT private: includes a run without DP (ε = ∞)")
+    # folds are scoped ("<scope>: <fold>"; a run's folds share its scope): within one scope
+    # the folds hold disjoint documents; different scopes (runs) split independently
+    scopes: dict[str, dict[str, list[Release]]] = defaultdict(lambda: defaultdict(list))
+    for r in releases:
+        if r.fold is not None:
+            scope = r.fold.rsplit(": ", 1)[0] if ": " in r.fold else ""
+            scopes[scope][r.fold].append(r)
+    split = {s: folds for s, folds in scopes.items() if len(folds) > 1}
+    if not split:
+        return _compose_flat(releases)
+    if len(split) == 1 and len(scopes) == 1:
+        # A neighbour differs in one document, which lies in exactly one fold: the outputs
+        # then differ only through that fold's releases and those made on all documents.
+        folds = next(iter(split.values()))
+        shared = [r for r in releases if r.fold is None]
+        per_fold = [_compose_flat(shared + rs) for rs in folds.values()]
+        return Guarantee(max(g.epsilon for g in per_fold), max(g.delta for g in per_fold),
+                         f"folds {', '.join(sorted(folds))} in parallel (disjoint documents), "
+                         f"each: {max(per_fold, key=lambda g: g.epsilon).method}")
+    # several split scopes (e.g. runs on one corpus): each costs its costliest fold, and
+    # the scopes and the rest compose by basic composition (valid for any mechanisms)
+    rest = [r for r in releases if r.fold is None or
+            (r.fold.rsplit(": ", 1)[0] if ": " in r.fold else "") not in split]
+    parts = [_compose_flat(rest)] if rest else []
+    for folds in split.values():
+        per_fold = [_compose_flat(rs) for rs in folds.values()]
+        parts.append(Guarantee(max(g.epsilon for g in per_fold),
+                               max(g.delta for g in per_fold), "folds"))
+    return Guarantee(sum(g.epsilon for g in parts), sum(g.delta for g in parts),
+                     "basic composition of runs whose folds compose in parallel within each")
+
+
+def _compose_flat(releases: list[Release]) -> Guarantee:
     kept = _worst_partitions(releases)
-    pure = [r for r in kept if r.mechanism == "laplace"]
+    pure = [r for r in kept if r.mechanism in PURE_MECHANISMS]
     gauss = [r for r in kept if r.mechanism in PLD_MECHANISMS]
     blocks = [r for r in kept if r.mechanism == BLOCK_MECHANISM]
-    unknown = [r for r in kept if r.mechanism not in ("laplace", BLOCK_MECHANISM,
+    unknown = [r for r in kept if r.mechanism not in (*PURE_MECHANISMS, BLOCK_MECHANISM,
                                                       *PLD_MECHANISMS)]
     if unknown:
         names = sorted({r.mechanism for r in unknown})
         raise ValueError(f"no accounting rule for mechanisms {names}")
     if blocks:  # (ε, δ) blocks add up with the composition of everything else
-        rest = compose([r for r in kept if r.mechanism != BLOCK_MECHANISM])
+        rest = _compose_flat([r for r in kept if r.mechanism != BLOCK_MECHANISM])
         return Guarantee(rest.epsilon + sum(r.epsilon for r in blocks),
                          rest.delta + sum(r.delta for r in blocks),
                          f"basic composition of planned (ε, δ) runs with {rest.method}")
