@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from dptext.audits import AUDITS, run_audits
+from dptext.audits.kps import audit_dpkps
 from dptext.cli import app
-from dptext.evaluate.privacy_audit import AUDITS, audit_dpkps, run_audits
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, mechanisms, release
 from dptext.privacy.auditing import broken_noise, hockey_stick_test, observe_releases
 
@@ -34,6 +35,8 @@ def test_broken_noise_is_restored_and_observer_sees_releases():
     with broken_noise("half-noise"):
         assert mechanisms._laplace is not honest
     assert mechanisms._laplace is honest
+    with broken_noise("unbounded"):  # breaks the contribution bound, not the noise
+        assert mechanisms._laplace is honest
     with pytest.raises(ValueError, match="broken"), broken_noise("quarter"):
         pass
     with observe_releases() as seen:
@@ -73,7 +76,8 @@ def test_cli_audit_and_negative_control(tmp_path):
 
 def test_cli_audit_bad_arguments():
     runner = CliRunner()
-    for args in (["--only", "nope"], ["--broken", "quarter"], ["--runs", "0"],
+    for args in (["--only", "nope"], ["--broken", "quarter"], ["--only", "dpsgd", "--broken",
+                 "quarter"], ["--runs", "0"],
                  ["--runs", "nan"], ["--confidence", "1.5"]):
         res = runner.invoke(app, ["audit", *args])
         assert res.exit_code == 2, (args, res.output)
