@@ -57,9 +57,9 @@ def test_pate_tutor_and_votes():
     _honest(audit_pate(runs=3000), 0.3)
     assert audit_pate(runs=3000, broken="half-noise").violation
     assert audit_pate(runs=3000, broken="unbounded").violation  # trains two teachers
-    tutor = audit_pate_tutor(runs=4000)
+    tutor = audit_pate_tutor(runs=3000)
     assert not tutor.violation
-    assert audit_pate_tutor(runs=4000, broken="half-noise").violation
+    assert audit_pate_tutor(runs=3000, broken="half-noise").violation
 
 
 def test_dpsgd_single_step():

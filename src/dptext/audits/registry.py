@@ -42,7 +42,7 @@ REGISTRY: dict[str, Audit] = {
         "iterative", runs=n(1500), confidence=c, broken=b),
     "augpe": lambda n, c, b: audit_augpe(runs=n(8), confidence=c, broken=b),
     "pate": lambda n, c, b: audit_pate(runs=n(3000), confidence=c, broken=b),
-    "pate-tutor": lambda n, c, b: audit_pate_tutor(runs=n(4000), confidence=c, broken=b),
+    "pate-tutor": lambda n, c, b: audit_pate_tutor(runs=n(3000), confidence=c, broken=b),
     "dpsgd": lambda n, c, b: audit_dpsgd(runs=n(3000), confidence=c, broken=b),
 }
 AUDITS: tuple[str, ...] = tuple(REGISTRY)
