@@ -68,3 +68,17 @@ def test_dpsgd_single_step():
     _honest(honest, 0.3)
     assert audit_dpsgd(runs=2000, broken="half-noise").violation
     assert audit_dpsgd(runs=2000, broken="unbounded").violation  # clipping off
+
+
+def test_memoised_calibration_changes_no_noise_and_is_undone():
+    from dptext.audits.common import memoised_calibration
+    from dptext.generators import kps
+
+    seeder = kps.KeyphraseSeeder(epsilon=2.0, delta=1e-2)
+    honest, split = seeder.noise_specs(), kps.split_budget
+    multiplier = kps.gaussian_noise_multiplier(1.0, 1e-5)
+    with memoised_calibration():
+        assert kps.split_budget is not split
+        assert seeder.noise_specs() == honest == seeder.noise_specs()
+        assert kps.gaussian_noise_multiplier(1.0, 1e-5) == multiplier
+    assert kps.split_budget is split

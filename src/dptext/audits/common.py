@@ -7,7 +7,6 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from unittest import mock
 
 import numpy as np
 
@@ -61,7 +60,10 @@ def memoised_calibration() -> Iterator[None]:
         return dict(split(epsilon, delta, tuple(sorted(shares.items())),
                           tuple(sorted(kinds.items()))))
 
-    multiplier = lru_cache(maxsize=64)(kps.gaussian_noise_multiplier)
-    with mock.patch.object(kps, "split_budget", cached_split), \
-            mock.patch.object(kps, "gaussian_noise_multiplier", multiplier):
+    honest = kps.split_budget, kps.gaussian_noise_multiplier
+    kps.split_budget = cached_split
+    kps.gaussian_noise_multiplier = lru_cache(maxsize=64)(honest[1])
+    try:
         yield
+    finally:
+        kps.split_budget, kps.gaussian_noise_multiplier = honest
