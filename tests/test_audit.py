@@ -13,8 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli_output import said
+from dptext.audits import AUDITS, run_audits
+from dptext.audits.kps import audit_dpkps
+from dptext.audits.labels import audit_label_set
 from dptext.cli import app
-from dptext.evaluate.privacy_audit import AUDITS, audit_dpkps, audit_label_set, run_audits
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, mechanisms, release
 from dptext.privacy.auditing import broken_noise, hockey_stick_test, observe_releases
 
@@ -35,6 +37,8 @@ def test_broken_noise_is_restored_and_observer_sees_releases():
     with broken_noise("half-noise"):
         assert mechanisms._laplace is not honest
     assert mechanisms._laplace is honest
+    with broken_noise("unbounded"):  # breaks the contribution bound, not the noise
+        assert mechanisms._laplace is honest
     with pytest.raises(ValueError, match="broken"), broken_noise("quarter"):
         pass
     with observe_releases() as seen:
@@ -103,7 +107,8 @@ def test_cli_audit_lists_the_label_set_and_catches_half_noise(tmp_path):
 
 def test_cli_audit_bad_arguments():
     runner = CliRunner()
-    for args in (["--only", "nope"], ["--broken", "quarter"], ["--runs", "0"],
+    for args in (["--only", "nope"], ["--broken", "quarter"], ["--only", "dpsgd", "--broken",
+                 "quarter"], ["--runs", "0"],
                  ["--runs", "nan"], ["--confidence", "1.5"]):
         res = runner.invoke(app, ["audit", *args])
         assert res.exit_code == 2, (args, res.output)
@@ -115,5 +120,6 @@ def test_cli_audit_bad_arguments():
 def test_full_audit_table_and_negative_control():
     honest = run_audits(AUDITS)
     assert not [r.name for r in honest if r.violation]
-    broken = run_audits(AUDITS, broken="half-noise")
-    assert not [r.name for r in broken if not r.violation]
+    for variant in ("half-noise", "unbounded"):
+        broken = run_audits(AUDITS, broken=variant)
+        assert not [r.name for r in broken if not r.violation], variant

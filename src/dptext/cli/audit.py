@@ -1,4 +1,4 @@
-"""``dptext audit``: empirical privacy audits of every mechanism and of DP-KPS end to end."""
+"""``dptext audit``: empirical privacy audits of every generator's releases."""
 
 from __future__ import annotations
 
@@ -19,13 +19,15 @@ from dptext.cli.app import app, console
 def audit(
     only: Annotated[str | None, typer.Option(
         help="Comma-separated audits to run (default: all): laplace, gaussian, vocabulary, "
-        "labels, kde, kde-gaussian, dpkps, label-set.")] = None,
+        "vocabulary-gaussian, labels, kde, kde-gaussian, dpkps, dpkps-independent, "
+        "dpkps-iterative, label-set, augpe, pate, pate-tutor, dpsgd.")] = None,
     runs: Annotated[float, typer.Option(
-        help="Multiplier on every audit's number of runs (1: the fast default, about a "
-        "minute; 10: ten times more samples and tighter bounds).")] = 1.0,
+        help="Multiplier on every audit's number of runs (1: the fast default, a few "
+        "minutes; 10: ten times more samples and tighter bounds).")] = 1.0,
     broken: Annotated[str, typer.Option(
-        help="none, or half-noise: a negative control whose mechanisms add half the noise "
-        "they claim; every row must then be flagged.")] = "none",
+        help="none, or a negative control that every row must then flag: half-noise "
+        "(mechanisms add half the noise they claim) or unbounded (one document counts "
+        "twice, or DP-SGD skips clipping).")] = "none",
     confidence: Annotated[float, typer.Option(
         help="Confidence of each row's verdict (Clopper-Pearson, Bonferroni).")] = 0.95,
     out: Annotated[Path | None, typer.Option("--out", "-o",
@@ -39,8 +41,8 @@ def audit(
     style). Exit code 1 when a claim is refuted (or, with --broken, when a broken
     variant is not caught).
     """
+    from dptext.audits import AUDITS, run_audits
     from dptext.cli.options import user_errors
-    from dptext.evaluate.privacy_audit import AUDITS, run_audits
 
     with user_errors():
         which = AUDITS if only is None else tuple(s.strip() for s in only.split(",") if s.strip())

@@ -15,9 +15,10 @@ likelihood ratio of the two output distributions), and then asks two questions:
    empirical divergence) and its divergence is bounded from below on the second
    half. A lower confidence bound above δ is a proven violation.
 
-The helpers here know nothing about DP-KPS; the pipeline-level audits live in
-``dptext.evaluate.privacy_audit``. ``broken_noise`` makes deliberately
-under-noised variants (the negative controls an audit must catch).
+The helpers here know nothing about the generators; the pipeline-level audits live in
+``dptext.audits``. ``broken_noise`` makes deliberately under-noised variants, and
+``unbounded`` names the other negative control (one document counted twice, clipping
+off): the mistakes an audit must catch.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from dptext.privacy.audit import epsilon_lower_bound
 from dptext.privacy.ledger import PrivacyLedger
 from dptext.privacy.mechanisms import NoiseSpec, Sensitivity, release
 
-BROKEN_VARIANTS = ("none", "half-noise")
+#: negative controls: ``half-noise`` halves every noise scale, ``unbounded`` lets one
+#: document contribute more than the stated sensitivity (each audit says how)
+BROKEN_VARIANTS = ("none", "half-noise", "unbounded")
 
 
 @dataclass(frozen=True)
@@ -166,12 +169,13 @@ def audit_statistics(
 @contextmanager
 def broken_noise(variant: str) -> Iterator[None]:
     """Within the block, every mechanism adds ``variant``'s wrong noise but claims the
-    right ε: ``half-noise`` halves the Laplace scale and the Gaussian σ. ``none``
-    changes nothing. A negative control: an audit must flag it."""
+    right ε: ``half-noise`` halves the Laplace scale and the Gaussian σ. ``none`` and
+    ``unbounded`` (which breaks the contribution bound, not the noise) change nothing
+    here. A negative control: an audit must flag it."""
     if variant not in BROKEN_VARIANTS:
         raise ValueError(f"broken variant must be one of {', '.join(BROKEN_VARIANTS)}; "
                          f"got {variant!r}")
-    if variant == "none":
+    if variant != "half-noise":
         yield
         return
     honest_laplace, honest_gaussian = mechanisms._laplace, mechanisms._gaussian
@@ -212,10 +216,13 @@ def observe_releases() -> Iterator[list[tuple[str, str | None, np.ndarray]]]:
 
 # ------------------------------------------------------------------ the noise mechanisms
 def _shifted_release(noise: NoiseSpec, sens: Sensitivity, shift: float,
-                     samples: int) -> tuple[np.ndarray, np.ndarray]:
+                     samples: int, broken: str) -> tuple[np.ndarray, np.ndarray]:
     """The worst neighbouring pair puts the whole shift on one coordinate. Every coordinate
     of a wide release is an independent draw of the same one-coordinate mechanism, so one
-    release of 2·samples coordinates gives ``samples`` draws under each neighbour."""
+    release of 2·samples coordinates gives ``samples`` draws under each neighbour.
+    ``unbounded``: the neighbour moves the statistic by twice the stated sensitivity."""
+    if broken == "unbounded":
+        shift *= 2
     values = np.concatenate([np.zeros(samples), np.full(samples, shift)])
     out = release(values, sens, noise, ledger=PrivacyLedger(), name="audit")
     return out[:samples], out[samples:]
@@ -226,7 +233,7 @@ def audit_laplace(epsilon: float = 1.0, *, samples: int = 20_000, confidence: fl
     started = time.perf_counter()
     with broken_noise(broken):
         a, b = _shifted_release(NoiseSpec("laplace", epsilon), Sensitivity(3.0, 3.0, "audit"),
-                                3.0, samples)
+                                3.0, samples, broken)
     return audit_statistics("Laplace mechanism (Δ₁ = 3)", [(a, b, "output coordinate")],
                             epsilon=epsilon, delta=0.0, confidence=confidence,
                             started=started, broken=broken)
@@ -237,7 +244,7 @@ def audit_gaussian(epsilon: float = 4.0, delta: float = 1e-3, *, samples: int = 
     started = time.perf_counter()
     with broken_noise(broken):
         a, b = _shifted_release(NoiseSpec("gaussian", epsilon, delta),
-                                Sensitivity(2.0, 2.0, "audit"), 2.0, samples)
+                                Sensitivity(2.0, 2.0, "audit"), 2.0, samples, broken)
     return audit_statistics("Gaussian mechanism (Δ₂ = 2)", [(a, b, "output coordinate")],
                             epsilon=epsilon, delta=delta, confidence=confidence,
                             started=started, broken=broken)
