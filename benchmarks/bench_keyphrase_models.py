@@ -54,6 +54,7 @@ from keyphrase_protocol import (
     embed_strings,
     fit_classifier,
 )
+from record import command_line
 
 CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77", "drug-reviews")
 INF_EPSILON = 1e6  # "ε → ∞": KeyphraseSeeder needs a finite ε; noise multiplier 7e-4 here
@@ -367,7 +368,7 @@ def main() -> None:
                         row = {"kind": "cell", "corpus": corpus, "model": model,
                                "epsilon": eps_name(eps), "seed": seed,
                                "test_docs": args.test_docs, "per_class": bench.per_class,
-                               "src": src, "load": load, **out,
+                               "src": src, "load": load, "command": command_line(), **out,
                                "wall_s": time.perf_counter() - t}
                         append_row(results, row)
                         done.add(key)
@@ -376,7 +377,10 @@ def main() -> None:
                               f"fit {out['fit_s']:.1f} s  wall {row['wall_s']:.0f} s", flush=True)
     rows = load_rows(results)
     body, missing = report(rows, args, src)
+    runs = sorted({r.get("command", "") for r in rows if r["kind"] == "cell"} - {""})
     text = (
+        "Cells computed by (resumable, under `nice -n 10`; each skips the cells already in "
+        "the results file): " + "; ".join(f"`{c}`" for c in runs) + ".\n\n"
         "Each DP row beside the same configuration's ε → ∞ limit (ε = 1e6: noise multiplier "
         "7e-4), δ = 1e-5, mean ± sd over seeds. Training set: 500 DP sequences per class "
         f"(300 for Banking77's 77 classes), L = {KeyphraseSeeder().length}; classifier: MiniLM "
