@@ -38,6 +38,7 @@ import os
 import subprocess
 import time
 import warnings
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -245,9 +246,25 @@ def mean_sd(values: list[float]) -> str:
     return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v[0]:.3f} (1 seed)"
 
 
+@cache
+def first_commit_with_src(tree: str) -> str:
+    """The oldest commit in this branch's history whose ``src/`` is ``tree`` (or the tree)."""
+    try:
+        commits = subprocess.run(["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, check=True,
+                                 capture_output=True, text=True).stdout.split()
+        trees = subprocess.run(["git", "rev-parse", *(f"{c}:src" for c in commits)],
+                               cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return f"src tree {tree}"
+    for c, t in zip(commits, trees, strict=False):
+        if t.startswith(tree):
+            return f"src/ as at commit {c[:7]}"
+    return f"src tree {tree}"
+
+
 def model_label(r: dict, src: str) -> str:
-    """The model's name, with the ``src/`` tree it ran at when that is not the current one."""
-    return r["model"] if r["src"] == src else f"{r['model']} (src tree {r['src']})"
+    """The model's name, with the code it ran at when that is not the current ``src/``."""
+    return r["model"] if r["src"] == src else f"{r['model']} ({first_commit_with_src(r['src'])})"
 
 
 def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
