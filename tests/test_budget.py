@@ -120,12 +120,18 @@ def test_planned_releases_compose_like_the_fit_will():
     from dptext.generators.kps import KeyphraseSeeder
     from dptext.privacy import compose
 
+    kde = dict(model="kde", select="none")
     g = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0,
-                                vocab_noise="laplace").planned_releases())
+                                vocab_noise="laplace", **kde).planned_releases())
     assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
     # two Gaussian stages compose through their PLDs: less than the sum
-    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0).planned_releases())
+    both = compose(KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, **kde)
+                   .planned_releases())
     assert 4.9 < both.epsilon < 5.1
+    # the default: one histogram on the fit fold, the selection on the other, in parallel
+    default = compose(KeyphraseSeeder(epsilon=6.0).planned_releases())
+    assert default.epsilon == pytest.approx(6.0, rel=1e-3) and default.delta == \
+        pytest.approx(1e-5)
     b = CorpusBudget.open("d" * 64, total=11.0)
     b.commit(_ledger(1.0), command="t")
     planned = KeyphraseSeeder(epsilon_vocab=1.0, epsilon_kde=5.0, epsilon_labels=0.5,

@@ -28,7 +28,8 @@ def test_keyphrases_command_writes_sequences_and_report(small_csv, tmp_path):
         "keyphrases", "--input", str(small_csv), "--label-column", "label",
         "--vocab", "english:20000", "--epsilon-vocab", "4", "--epsilon-kde", "5",
         "--features", "300", "--length", "5", "--sequences-per-class", "7",
-        "--method", "iterative", "--out", str(out), "--seed", "3"])
+        "--method", "iterative", "--model", "kde", "--select", "none",
+        "--out", str(out), "--seed", "3"])
     assert result.exit_code == 0, result.output
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 35 and {x["label"] for x in lines} == {
@@ -45,6 +46,27 @@ def test_keyphrases_command_writes_sequences_and_report(small_csv, tmp_path):
     text = (tmp_path / "seq.privacy.json").read_text()
     first_doc = pd.read_csv(small_csv)["text"].iloc[0]
     assert first_doc[:40] not in text
+
+
+@pytest.mark.slow
+def test_keyphrases_defaults_select_the_model_privately_and_report_it(small_csv, tmp_path):
+    out = tmp_path / "seq.jsonl"
+    result = CliRunner().invoke(app, [
+        "keyphrases", "--input", str(small_csv), "--text-column", "text",
+        "--label-column", "label", "--epsilon", "6", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "seq.privacy.json").read_text())
+    by_name = {r["name"].split(" (")[0]: r for r in report["releases"]}
+    sel = by_name["model selection"]
+    assert sel["mechanism"] == "report-noisy-max" and sel["fold"] == "validation"
+    assert by_name["class × term histogram"]["fold"] == "fit"
+    assert "vocabulary histogram" not in by_name  # the histogram gives the vocabulary
+    assert report["guarantee"]["epsilon"] <= 6.0 + 1e-6
+    assert "parallel" in report["guarantee"]["method"]
+    chosen = report["parameters"]["model_selection"]
+    assert chosen["selected"] and chosen["chosen"] in chosen["candidates"]
+    assert "chosen privately" in " ".join(result.output.split())  # wrapping-proof
+    assert len(out.read_text().splitlines()) == 5 * 1000
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

@@ -129,7 +129,7 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
             "--epsilon-kde", "5", "--out", str(out), "--llm", "recording:", "--vocab",
             _vocab_file(tmp_path), "--embedder", "model2vec", "--features", "200",
             "--vocab-size", "300", "--sequences-per-class", "3", "--allow-noisy-classes",
-            "--no-progress", "--no-cache", "--seed", "5"]
+            "--model", "kde", "--select", "none", "--no-progress", "--no-cache", "--seed", "5"]
     r = _cli(args)
     assert r.exit_code == 0, r.output
     lines = [json.loads(x) for x in out.read_text().splitlines()]

@@ -237,7 +237,8 @@ def test_noise_parameters_give_a_clear_error_or_an_honest_ledger(eps, delta, kin
 @pytest.mark.parametrize("case", ["one document", "empty text", "no vocabulary term",
                                   "binary garbage", "one-member class", "huge document",
                                   "empty corpus"])
-def test_degenerate_corpora_fit_with_an_honest_guarantee(case):
+@pytest.mark.parametrize("path", ["kde", "default"])
+def test_degenerate_corpora_fit_with_an_honest_guarantee(case, path):
     corpus = {
         "one document": Corpus(("football match",)),
         "empty text": Corpus(("",)),
@@ -248,9 +249,12 @@ def test_degenerate_corpora_fit_with_an_honest_guarantee(case):
         "huge document": Corpus(("football " * 300_000 + "market",)),
         "empty corpus": Corpus(()),
     }[case]
-    seeder = _tiny_fit(corpus)
+    seeder = _tiny_fit(corpus, **({"model": "kde", "select": "none"} if path == "kde" else {}))
     g = seeder.ledger_.guarantee()
-    assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
+    if path == "kde":  # Laplace vocabulary (ε = 1) + Gaussian sketches (5, 1e-5)
+        assert g.epsilon == pytest.approx(6.0) and g.delta == pytest.approx(1e-5)
+    else:  # one Laplace class × term histogram at ε = 1 + 5 (+ a selection in parallel)
+        assert g.epsilon == pytest.approx(6.0) and g.delta == 0.0
     seqs = seeder.sample(3, rng=np.random.default_rng(0))
     assert len(seqs) == 3 * len(seeder.sketches_.sums)
     assert all(set(s.keyphrases) <= set(seeder.released_vocabulary_) for s in seqs)

@@ -36,7 +36,8 @@ def minilm():
 def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
     seeder = KeyphraseSeeder(vocab=load_vocabulary("english:20000"), embedder=minilm,
                              epsilon_vocab=4.0, epsilon_kde=5.0, vocab_noise="gaussian",
-                             terms_per_doc=80, method=method, features=500, length=6)
+                             terms_per_doc=80, method=method, features=500, length=6,
+                             model="kde", select="none")
     seeder.fit(bbc_small, rng=np.random.default_rng(0))
     g = seeder.ledger_.guarantee()
     assert g.epsilon <= 7.0 + 1e-9 and g.delta == pytest.approx(1e-5)
@@ -222,7 +223,7 @@ def test_private_documents_never_reach_the_embedding_cache(tmp_path, monkeypatch
                              embedder="minilm", epsilon_vocab=20.0, epsilon_kde=20.0,
                              vocab_noise="laplace", features=64, length=2,
                              method="independent", vocab_noise_terms=float("inf"),
-                             vocab_size=4)
+                             vocab_size=4, model="kde", select="none")
     seeder.fit(Corpus(texts=texts), rng=np.random.default_rng(0))
     (db,) = tmp_path.rglob("*.sqlite")
     with sqlite3.connect(db) as con:

@@ -59,7 +59,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
     for col in ("release", "mechanism", "sensitivity", "noise", "ε", "δ", "composition"):
         table.add_column(col, overflow="fold")
     for r in report["releases"]:
-        noise = ("Laplace b" if r["mechanism"] == "laplace" else "Gaussian σ")
+        noise = {"laplace": "Laplace b", "report-noisy-max": "exponential scale"}.get(
+            r["mechanism"], "Gaussian σ")
         table.add_row(
             r["name"] + (f" [{r['partition']}]" if r.get("partition") else ""),
             r["mechanism"],
@@ -67,7 +68,8 @@ def print_report(report: dict[str, Any], console: Console) -> None:
             f"{noise} = {r['noise_scale']:.4g} on {r['dimension']} values",
             f"{r['epsilon']:.4g}",
             f"{r['delta']:.3g}",
-            "parallel (disjoint documents)" if r.get("parallel_group") else "sequential",
+            ("parallel (disjoint documents)" if r.get("parallel_group") else "sequential")
+            + (f"; {r['fold']} fold, parallel to the other fold" if r.get("fold") else ""),
         )
     console.print(table)
     g = report["guarantee"]

@@ -32,7 +32,7 @@ RELEASE_KEYS = ("input", "text_column", "label_column", "format", "labels", "voc
                 "delta", "vocab_noise", "kde_noise",
                 "terms_per_doc", "vocab_size", "method", "ensemble", "length", "features",
                 "bandwidth", "sampling", "epsilon_labels", "sequences_per_class",
-                "total_sequences", "seed")
+                "total_sequences", "seed", "model", "select", "mixture")
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
                  "are not part of the private corpus and are not covered by the guarantee.")
@@ -126,6 +126,9 @@ def generate(
     features: o.Features = o.D["features"],
     bandwidth: o.Bandwidth = o.D["bandwidth"],
     sampling: o.Sampling = o.D["sampling"],
+    model: o.Model = o.D["model"],
+    select: o.Select = o.D["select"],
+    mixture: o.Mixture = o.D["mixture"],
     vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     sequences_per_class: Annotated[int | None, typer.Option(
@@ -270,6 +273,7 @@ def generate(
                 vocab_noise_terms=vocab_noise_terms,
                 method=method, ensemble=ensemble, length=length, features=features,
                 bandwidth=bandwidth, sampling=sampling, labels=declared,
+                model=model, select=select, mixture=mixture,
                 epsilon_labels=epsilon_labels, allow_noisy_classes=allow_noisy_classes)
             budget = o.corpus_budget(corpus, budget_total,
                                      KeyphraseSeeder(**seeder_params).planned_releases(),

@@ -29,6 +29,8 @@ def fit_seeder(corpus, *, seed: int | None, **params):
                   f"{len(seeder.released_vocabulary_)} released terms, "
                   f"{len(seeder.sketches_.sums)} class(es), "
                   f"{len(seeder.sketches_.blocks)} sketch(es) per class")
+    for line in seeder.summary_lines():
+        console.print(line)
     return seeder, rng
 
 
@@ -38,10 +40,14 @@ def seeder_parameters(seeder) -> dict:
              "delta", "vocab_noise",
              "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
              "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms")
-    return {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
-                                                 type(None)) else str(getattr(seeder, n))
-            for n in names}
+             "windows_per_doc", "labels", "epsilon_labels", "vocab_noise_terms", "model",
+             "select", "mixture", "validation_share")
+    out = {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
+                                                type(None)) else str(getattr(seeder, n))
+           for n in names}
+    if getattr(seeder, "selection_", None):  # released choices only (no scores)
+        out["model_selection"] = dict(seeder.selection_)
+    return out
 
 
 @app.command()
@@ -71,6 +77,9 @@ def keyphrases(
     features: o.Features = o.D["features"],
     bandwidth: o.Bandwidth = o.D["bandwidth"],
     sampling: o.Sampling = o.D["sampling"],
+    model: o.Model = o.D["model"],
+    select: o.Select = o.D["select"],
+    mixture: o.Mixture = o.D["mixture"],
     vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     sequences_per_class: Annotated[int | None, typer.Option(
@@ -107,6 +116,7 @@ def keyphrases(
             vocab_noise_terms=vocab_noise_terms, method=method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
+            model=model, select=select, mixture=mixture,
             allow_noisy_classes=allow_noisy_classes)
         from dptext.generators.kps import KeyphraseSeeder
 

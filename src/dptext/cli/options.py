@@ -97,6 +97,18 @@ Bandwidth = Annotated[float, typer.Option(help="Kernel bandwidth for unit-norm e
 Sampling = Annotated[str, typer.Option(
     help="contrastive (class-specific terms first) or proportional (the paper's).",
     rich_help_panel=SEEDER)]
+Model = Annotated[str, typer.Option(
+    help="Keyphrase model: auto (the per-class DP term histogram, its parameters chosen by "
+    "--select), histogram, smoothed (the histogram smoothed through embedding neighbours), "
+    "kde (the paper's RFF KDE) or hybrid (histogram + KDE mixture: two releases).",
+    rich_help_panel=SEEDER)]
+Select = Annotated[str, typer.Option(
+    help="auto: choose the model and its parameters privately on a held-out fold (its ε is "
+    "in the report; the folds are disjoint, so --epsilon stays the total); none: use "
+    "--model and --mixture as given.", rich_help_panel=SEEDER)]
+Mixture = Annotated[float, typer.Option(
+    help="The hybrid's histogram weight λ in [0, 1] (with --select none).",
+    rich_help_panel=SEEDER)]
 EpsLabels = Annotated[float, typer.Option(
     help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes).",
     rich_help_panel=SEEDER)]

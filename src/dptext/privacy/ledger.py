@@ -11,7 +11,13 @@ from the parameters a user asked for. Composition:
   through their exact privacy-loss distributions
   (dp-accounting's PLD accountant) and, for safety, never reported worse than
   basic composition of their (ε, δ) targets;
-* the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ).
+* the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ);
+* releases with a ``fold`` were made on one fold of a split of the documents that
+  is fixed per document (a keyed hash of the document itself, see
+  ``privacy.selection.fold_of``): releases on different folds touch disjoint
+  documents, so the folds compose in parallel (even adaptively: a later fold's
+  release may read an earlier fold's) and cost as much as the costliest fold.
+  Releases without a fold touch every document and compose with all of them.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class Release:
     parallel_group: str | None = None
     sampling_rate: float | None = None  # dp-sgd: Poisson sampling probability per document
     steps: int | None = None  # dp-sgd: number of noisy gradient steps
+    fold: str | None = None  # the document fold it was computed on (None: all documents)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """This release as a dp-accounting event (Gaussian and DP-SGD releases only)."""
@@ -60,6 +67,7 @@ class Release:
 
 
 PLD_MECHANISMS = ("gaussian", "dp-sgd")
+PURE_MECHANISMS = ("laplace", "report-noisy-max")  # pure ε, composed by addition
 
 
 @dataclass(frozen=True)
@@ -141,10 +149,26 @@ def compose(releases: list[Release]) -> Guarantee:
     """Composed guarantee of ``releases`` under add/remove-one-document neighbours."""
     if not releases:
         return Guarantee(0.0, 0.0, "nothing released")
+    folds: dict[str, list[Release]] = defaultdict(list)
+    for r in releases:
+        if r.fold is not None:
+            folds[r.fold].append(r)
+    if len(folds) < 2:
+        return _compose_flat(releases)
+    # A neighbour differs in one document, which lies in exactly one fold: the outputs
+    # then differ only through that fold's releases and those made on all documents.
+    shared = [r for r in releases if r.fold is None]
+    per_fold = [_compose_flat(shared + rs) for rs in folds.values()]
+    return Guarantee(max(g.epsilon for g in per_fold), max(g.delta for g in per_fold),
+                     f"folds {', '.join(sorted(folds))} in parallel (disjoint documents), "
+                     f"each: {max(per_fold, key=lambda g: g.epsilon).method}")
+
+
+def _compose_flat(releases: list[Release]) -> Guarantee:
     kept = _worst_partitions(releases)
-    pure = [r for r in kept if r.mechanism == "laplace"]
+    pure = [r for r in kept if r.mechanism in PURE_MECHANISMS]
     gauss = [r for r in kept if r.mechanism in PLD_MECHANISMS]
-    unknown = [r for r in kept if r.mechanism not in ("laplace", *PLD_MECHANISMS)]
+    unknown = [r for r in kept if r.mechanism not in (*PURE_MECHANISMS, *PLD_MECHANISMS)]
     if unknown:
         names = sorted({r.mechanism for r in unknown})
         raise ValueError(f"no accounting rule for mechanisms {names}")
@@ -163,7 +187,7 @@ def compose(releases: list[Release]) -> Guarantee:
         eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian/DP-SGD releases"
     else:
         eps_gauss, how = eps_basic, "basic composition"
-    method = how if not pure else f"{how} + basic composition with pure-ε releases"
+    method = (how if not pure else f"{how} + basic composition with pure-ε releases")
     eps = eps_pure + eps_gauss
     if not math.isfinite(eps):  # pragma: no cover - defensive
         raise ValueError("composition produced a non-finite ε")

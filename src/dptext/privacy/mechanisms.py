@@ -135,12 +135,15 @@ def release(
     name: str,
     partition: str | None = None,
     parallel_group: str | None = None,
+    fold: str | None = None,
 ) -> np.ndarray:
     """Add calibrated noise to ``values`` (an exact statistic of private data) and log it.
 
     ``partition``/``parallel_group``: releases in one parallel group are computed on
     disjoint sets of documents (e.g. one KDE sketch per class), so the group costs
     what its most expensive partition costs, not the sum (parallel composition).
+    ``fold``: the fold of a per-document split (``privacy.selection.fold_of``) the
+    statistic was computed on; folds compose in parallel too.
     """
     flat = np.asarray(values, dtype=np.float64).ravel()
     if flat.size == 0:
@@ -154,7 +157,7 @@ def release(
             sensitivity_norm="L1", sensitivity=sensitivity.l1,
             sensitivity_reason=sensitivity.reason, noise_scale=scale, dimension=flat.size,
             epsilon=spent, delta=0.0, noise_multiplier=scale / sensitivity.l1,
-            partition=partition, parallel_group=parallel_group,
+            partition=partition, parallel_group=parallel_group, fold=fold,
         )
     else:
         meas, scale, l2_eff = _gaussian(flat.size, sensitivity.l2, noise.epsilon, noise.delta)
@@ -163,7 +166,7 @@ def release(
             sensitivity_norm="L2", sensitivity=sensitivity.l2,
             sensitivity_reason=sensitivity.reason, noise_scale=scale, dimension=flat.size,
             epsilon=noise.epsilon, delta=noise.delta, noise_multiplier=scale / l2_eff,
-            partition=partition, parallel_group=parallel_group,
+            partition=partition, parallel_group=parallel_group, fold=fold,
         )
     noisy = np.asarray(meas(flat.tolist()), dtype=np.float64)
     ledger.record(record)

@@ -1,0 +1,121 @@
+"""The per-class DP term histogram: one noisy release of the classes × terms count matrix.
+
+Each document adds +1 to the cells of its first S distinct public vocabulary terms,
+all in its own class's row. Under add/remove-one-document neighbours the whole
+matrix moves by at most S cells of 1 each:
+
+    L1 sensitivity S, L2 sensitivity √S   (the same as the DP vocabulary histogram)
+
+whatever the number of classes, because a document touches one row only. The label
+partition must be public (declared) or itself released: the rows are indexed by it.
+The matrix is built sparse (scipy) from the documents' term indices and released
+dense, once, through ``dptext.privacy.release``.
+
+Everything after the release is post-processing: cells at or below the noise floor
+(the level ≤ ``false_cells`` zero-count cells are expected to reach) are dropped;
+row sums estimate class sizes, column sums a vocabulary; the kept columns are the
+released vocabulary Ṽ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+
+HISTOGRAM_NAME = "class × term histogram"
+
+
+def class_term_counts(firsts: Sequence[np.ndarray], class_ids: np.ndarray, n_classes: int,
+                      n_terms: int) -> sparse.csr_matrix:
+    """Exact counts (n_classes × n_terms): row k, column t = documents of class k whose
+    term list holds t. ``firsts`` must be distinct term indices per document (at most S
+    each, by construction of the extractor); ``class_ids`` −1 drops a document."""
+    lengths = np.fromiter((len(f) for f in firsts), dtype=np.int64, count=len(firsts))
+    if lengths.sum() == 0:
+        return sparse.csr_matrix((n_classes, n_terms), dtype=np.float64)
+    cols = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts if len(f)])
+    rows = np.repeat(np.asarray(class_ids, dtype=np.int64), lengths)
+    keep = rows >= 0
+    return sparse.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])),
+                             shape=(n_classes, n_terms), dtype=np.float64)
+
+
+def histogram_sensitivity(terms_per_doc: int) -> Sensitivity:
+    s = terms_per_doc
+    return Sensitivity(l1=float(s), l2=math.sqrt(s),
+                       reason=f"one document adds +1 to at most S={s} distinct terms, "
+                              "all in its own class's row")
+
+
+def noise_floor_of(noise_scale: float, mechanism: str, cells: int, false_cells: float) -> float:
+    """Noisy count above which ≤ ``false_cells`` of ``cells`` zero-count cells lie."""
+    from scipy import stats
+
+    p = min(false_cells / cells, 1.0)
+    if p >= 0.5:
+        return -math.inf
+    if mechanism == "laplace":  # P(X > t) = exp(-t/b) / 2
+        return noise_scale * math.log(1.0 / (2.0 * p))
+    return noise_scale * float(stats.norm.isf(p))
+
+
+@dataclass(frozen=True)
+class ReleasedHistogram:
+    """The kept (above-floor) cells of the released class × term histogram.
+
+    ``terms``: the released vocabulary Ṽ, columns with at least one kept cell, by
+    decreasing kept mass (at most ``max_terms``); ``counts``: (classes, |Ṽ|) noisy
+    counts, 0 where a cell was at or below ``floor``; ``row_sums``: each class's noisy
+    row sum over every public term (an estimate of S × class size).
+    """
+
+    labels: tuple[Hashable, ...]
+    terms: tuple[str, ...]
+    counts: np.ndarray
+    row_sums: np.ndarray
+    floor: float
+    noise_scale: float
+
+    def weights(self, label: Hashable, power: float = 1.0) -> np.ndarray:
+        """Sampling weight of every term for ``label``: c_k(t) · (c_k(t) / Σ_j c_j(t))^p —
+        frequent in the class and specific to it; a larger ``power`` p favours specific
+        terms more (post-processing)."""
+        k = self.labels.index(label)
+        col = self.counts.sum(axis=0)
+        c = self.counts[k]
+        purity = np.divide(c, col, out=np.zeros_like(c), where=col > 0)
+        return c * purity**power
+
+    def expected_cells(self, label: Hashable) -> int:
+        """How many of the class's cells rose above the floor (a released value)."""
+        return int(np.count_nonzero(self.counts[self.labels.index(label)]))
+
+
+def release_histogram(firsts: Sequence[np.ndarray], class_ids: np.ndarray,
+                      labels: Sequence[Hashable], public_terms: Sequence[str],
+                      noise: NoiseSpec, ledger: PrivacyLedger, *, terms_per_doc: int,
+                      false_cells: float, max_terms: int, fold: str | None = None
+                      ) -> ReleasedHistogram:
+    """Release the class × term histogram once and keep the cells above the floor."""
+    if any(len(f) > terms_per_doc for f in firsts):
+        raise ValueError("a document contributes more than terms_per_doc terms")
+    exact = class_term_counts(firsts, class_ids, len(labels), len(public_terms))
+    noisy = release(exact.toarray(), histogram_sensitivity(terms_per_doc), noise,
+                    ledger=ledger, name=f"{HISTOGRAM_NAME} ({len(public_terms)} public terms)",
+                    fold=fold)
+    rec = ledger.releases[-1]
+    floor = noise_floor_of(rec.noise_scale, rec.mechanism, noisy.size, false_cells)
+    kept = np.where(noisy > floor, noisy, 0.0)
+    mass = kept.sum(axis=0)
+    order = np.argsort(-mass, kind="stable")
+    order = order[mass[order] > 0][:max_terms]
+    return ReleasedHistogram(labels=tuple(labels),
+                             terms=tuple(public_terms[i] for i in order),
+                             counts=kept[:, order], row_sums=noisy.sum(axis=1),
+                             floor=floor, noise_scale=rec.noise_scale)

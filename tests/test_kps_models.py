@@ -1,0 +1,248 @@
+"""Keyphrase models (histogram, KDE, hybrid), the private selection, and the fold ledger."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dptext.corpus import Corpus
+from dptext.generators.kps import KeyphraseSeeder
+from dptext.generators.kps_models import (
+    HistogramModel,
+    KeyphraseModel,
+    MixtureModel,
+    SmoothedHistogramModel,
+    neighbour_kernel,
+)
+from dptext.generators.kps_select import candidate_correct, presence_matrix
+from dptext.kde.histogram import (
+    ReleasedHistogram,
+    class_term_counts,
+    histogram_sensitivity,
+    release_histogram,
+)
+from dptext.kde.sampler import SamplingStats
+from dptext.privacy import NoiseSpec, PrivacyLedger, Release, compose
+from dptext.privacy.selection import fold_of, select_noisy_max
+from dptext.text.vocabulary import PublicVocabulary
+
+TERMS = ("apple", "banana", "cherry", "grape", "lemon", "mango", "goal", "match", "team",
+         "coach", "score", "league")
+
+
+class FakeEmbedder:
+    """Deterministic public-term embeddings (no model download in unit tests)."""
+
+    def encode(self, texts):
+        rng = np.random.default_rng(abs(hash(tuple(texts))) % 2**32)
+        x = rng.standard_normal((len(texts), 16)).astype(np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _corpus(n_per_class: int = 150, seed: int = 0) -> Corpus:
+    rng = np.random.default_rng(seed)
+    fruit, sport = TERMS[:6], TERMS[6:]
+    texts, labels = [], []
+    for label, words in (("fruit", fruit), ("sport", sport)):
+        for _ in range(n_per_class):
+            texts.append(" ".join(rng.choice(words, 5)) + f" doc{rng.integers(10**9)}")
+            labels.append(label)
+    return Corpus(texts=tuple(texts), labels=tuple(labels))
+
+
+def _seeder(**kw) -> KeyphraseSeeder:
+    base = dict(vocab=PublicVocabulary("toy", TERMS), embedder=FakeEmbedder(), epsilon=8.0,
+                terms_per_doc=4, length=3, features=64, vocab_size=len(TERMS),
+                histogram_terms=len(TERMS), selection_sequences=50)
+    return KeyphraseSeeder(**{**base, **kw})
+
+
+def test_class_term_counts_one_row_per_document_first_terms_only():
+    firsts = [np.array([0, 3]), np.array([1]), np.array([], dtype=np.int64), np.array([3, 2])]
+    m = class_term_counts(firsts, np.array([0, 1, 1, -1]), 2, 5).toarray()
+    assert m.tolist() == [[1, 0, 0, 1, 0], [0, 1, 0, 0, 0]]  # class −1 is dropped
+    sens = histogram_sensitivity(4)
+    assert sens.l1 == 4 and sens.l2 == pytest.approx(2.0)
+
+
+def test_release_histogram_keeps_only_cells_above_the_floor():
+    firsts = [np.array([0, 1])] * 400 + [np.array([2])] * 400
+    ledger = PrivacyLedger()
+    hist = release_histogram(firsts, np.array([0] * 400 + [1] * 400), ["a", "b"],
+                             ("x", "y", "z", "w"), NoiseSpec("gaussian", 2.0, 1e-5), ledger,
+                             terms_per_doc=2, false_cells=1e-3, max_terms=10)
+    assert set(hist.terms) == {"x", "y", "z"}  # "w" (count 0) stays below the floor
+    assert (hist.counts[hist.counts != 0] > hist.floor).all()
+    assert len(ledger.releases) == 1 and ledger.releases[0].sensitivity == pytest.approx(
+        math.sqrt(2))
+    assert hist.weights("b")[hist.terms.index("z")] > 0 == hist.weights("b")[
+        hist.terms.index("x")]
+    with pytest.raises(ValueError, match="terms_per_doc"):
+        release_histogram([np.array([0, 1, 2])], np.array([0]), ["a"], ("x", "y", "z"),
+                          NoiseSpec("gaussian", 2.0, 1e-5), ledger, terms_per_doc=2,
+                          false_cells=1.0, max_terms=10)
+
+
+def test_histogram_weights_favour_frequent_and_specific_terms():
+    hist = ReleasedHistogram(labels=("a", "b"), terms=("common", "specific", "rare"),
+                             counts=np.array([[100.0, 50.0, 5.0], [100.0, 0.0, 0.0]]),
+                             row_sums=np.zeros(2), floor=1.0, noise_scale=1.0)
+    w = hist.weights("a")  # c·c/Σc: 50, 50, 5
+    assert w.tolist() == [50.0, 50.0, 5.0]
+    assert hist.weights("b").tolist() == [50.0, 0.0, 0.0]
+    model = HistogramModel(hist)
+    assert isinstance(model, KeyphraseModel)
+    pos = model.sample("b", 4, 3, np.random.default_rng(0), SamplingStats())
+    # only one term has weight: the sequences are that term and padding, not noise terms
+    assert (pos[:, 0] == 0).all() and (pos[:, 1:] == -1).all()
+
+
+def test_mixture_falls_back_to_the_part_that_has_signal():
+    hist = ReleasedHistogram(labels=("a", "b"), terms=("t0", "t1", "t2"),
+                             counts=np.array([[10.0, 0, 0], [0, 0, 0]]), row_sums=np.zeros(2),
+                             floor=1.0, noise_scale=1.0)
+
+    class Kde:
+        name = "kde"
+
+        def weights(self, label):
+            return np.array([0.0, 1.0, 3.0])
+
+    mix = MixtureModel(HistogramModel(hist), Kde(), 0.5)
+    assert mix.weights("a").tolist() == pytest.approx([0.5, 0.125, 0.375])
+    assert mix.weights("b").tolist() == pytest.approx([0.0, 0.25, 0.75])  # KDE alone
+
+
+def test_neighbour_kernel_spreads_counts_to_near_terms_only():
+    emb = np.array([[1.0, 0], [0.96, 0.28], [0, 1.0]], dtype=np.float32)
+    kern = neighbour_kernel(emb, 2, 0.5).toarray()
+    assert kern[0, 0] == pytest.approx(1.0) and 0 < kern[0, 1] < 1 and kern[0, 2] == 0
+    hist = ReleasedHistogram(labels=("a", "b"), terms=("x", "y", "z"),
+                             counts=np.array([[10.0, 0, 0], [0, 0, 10.0]]),
+                             row_sums=np.zeros(2), floor=1.0, noise_scale=1.0)
+    model = SmoothedHistogramModel(hist, neighbour_kernel(emb, 2, 0.5), 0.5)
+    w = model.weights("a")
+    assert w[0] > w[1] > 0 == w[2]  # "y" is near "x": it inherits some of a's mass
+
+
+def test_fold_of_is_per_document_and_salted():
+    texts = [f"document {i}" for i in range(4000)]
+    a, b = fold_of(texts, 0.2), fold_of(texts, 0.2)
+    assert 0.15 < a.mean() < 0.25 and 0.15 < b.mean() < 0.25
+    assert (a != b).any()  # a fresh secret salt each run
+    with pytest.raises(ValueError):
+        fold_of(texts, 1.5)
+
+
+def test_ledger_folds_compose_in_parallel():
+    def rel(eps, fold, mech="laplace"):
+        return Release(name="r", mechanism=mech, neighbouring="x", sensitivity_norm="L1",
+                       sensitivity=1.0, sensitivity_reason="x", noise_scale=1.0,
+                       noise_multiplier=1.0, dimension=1, epsilon=eps, delta=0.0, fold=fold)
+
+    g = compose([rel(2.0, "fit"), rel(1.0, "fit"), rel(2.5, "validation", "report-noisy-max")])
+    assert g.epsilon == pytest.approx(3.0) and "parallel" in g.method
+    # a release on every document composes with each fold
+    g = compose([rel(2.0, "fit"), rel(2.5, "validation"), rel(0.5, None)])
+    assert g.epsilon == pytest.approx(3.0)
+    assert compose([rel(2.0, None), rel(2.5, None)]).epsilon == pytest.approx(4.5)
+
+
+def test_select_noisy_max_records_and_prefers_the_best():
+    ledger = PrivacyLedger()
+    picks = [select_noisy_max([0, 500, 3], sensitivity=1, epsilon=1.0, ledger=ledger,
+                              name="model selection", reason="test") for _ in range(20)]
+    assert picks == [1] * 20
+    r = ledger.releases[0]
+    assert r.mechanism == "report-noisy-max" and r.epsilon <= 1.0 and r.fold == "validation"
+    assert ledger.guarantee().epsilon == pytest.approx(20 * r.epsilon)
+
+
+def test_candidate_score_is_bounded_per_document():
+    hist = ReleasedHistogram(labels=("a", "b"), terms=("t0", "t1", "t2", "t3"),
+                             counts=np.array([[9.0, 9, 0, 0], [0, 0, 9, 9]]),
+                             row_sums=np.zeros(2), floor=1.0, noise_scale=1.0)
+    docs = [np.array([0, 1]), np.array([2]), np.array([3, 0, 1]), np.array([], dtype=int)]
+    x = presence_matrix(docs, 4)
+    y = np.array([0, 1, 0, 1])
+    right = candidate_correct(HistogramModel(hist), ("a", "b"), x, y, per_class=20, length=2,
+                              rng=np.random.default_rng(0))
+    assert set(right.tolist()) <= {0, 1} and right[:3].tolist() == [1, 1, 1]
+    # one more validation document changes the total by at most 1
+    x2 = presence_matrix([*docs, np.array([2, 3])], 4)
+    right2 = candidate_correct(HistogramModel(hist), ("a", "b"), x2, np.append(y, 0),
+                               per_class=20, length=2, rng=np.random.default_rng(0))
+    assert abs(int(right2.sum()) - int(right.sum())) <= 1
+
+
+@pytest.mark.parametrize("model", ["histogram", "smoothed", "hybrid"])
+def test_seeder_histogram_and_hybrid_without_selection(model):
+    seeder = _seeder(model=model, select="none").fit(_corpus(), rng=np.random.default_rng(0))
+    names = [r.name for r in seeder.ledger_.releases]
+    assert names[0].startswith("class × term histogram")
+    assert ("KDE sketch sums" in names) == (model == "hybrid")
+    assert not any("selection" in n for n in names)
+    g = seeder.ledger_.guarantee()
+    assert g.epsilon <= 8.0 + 1e-6
+    seqs = seeder.sample(30, rng=np.random.default_rng(1))
+    fruit = set(TERMS[:6])
+    for s in seqs:
+        assert len(set(s.keyphrases)) == len(s.keyphrases) <= 3
+    share = {lab: np.mean([t in fruit for s in seqs if s.label == lab for t in s.keyphrases])
+             for lab in ("fruit", "sport")}  # the share of fruit terms in each class
+    assert share["fruit"] > 0.75 > 0.25 > share["sport"]
+
+
+def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
+    seeder = _seeder()
+    assert seeder.model == "auto" and seeder.select == "auto"
+    planned = seeder.planned_releases()
+    assert compose(planned).epsilon <= 8.0 + 1e-6
+    seeder.fit(_corpus(300), rng=np.random.default_rng(0))
+    recs = seeder.ledger_.releases
+    sel = [r for r in recs if r.mechanism == "report-noisy-max"]
+    assert len(sel) == 1 and sel[0].name.startswith("model selection")
+    assert sel[0].fold == "validation" and {r.fold for r in recs if r is not sel[0]} == {"fit"}
+    g = seeder.ledger_.guarantee()
+    assert g.epsilon <= 8.0 + 1e-6 and "parallel" in g.method
+    assert seeder.selection_["selected"] and seeder.selection_["chosen"] in \
+        seeder.selection_["candidates"]
+    assert len(seeder.selection_["candidates"]) == len(seeder.candidate_specs()) > 1
+    assert len(seeder.sample(5, rng=np.random.default_rng(2))) == 10
+
+
+def test_unlabelled_corpus_selects_nothing():
+    corpus = Corpus(texts=_corpus().texts)
+    seeder = _seeder().fit(corpus, rng=np.random.default_rng(0))
+    assert not seeder.selection_["selected"]
+    assert all(r.fold is None for r in seeder.ledger_.releases)
+    assert all(s.label is None for s in seeder.sample(4, rng=np.random.default_rng(1)))
+
+
+def test_tiny_corpus_degrades_to_short_or_empty_sequences_without_noise_terms():
+    tiny = Corpus(texts=("apple banana", "goal match", "apple", "team"),
+                  labels=("fruit", "sport", "fruit", "sport"))
+    # (the refusal on exact class sizes is being removed elsewhere; go past it here)
+    past = {"allow_noisy_classes": True} if hasattr(KeyphraseSeeder, "allow_noisy_classes") \
+        else {}
+    with pytest.warns(UserWarning, match="rose above the noise"):
+        seeder = _seeder(epsilon=0.1, model="histogram", select="none",
+                         vocab_noise_terms=0.01, **past).fit(tiny, rng=np.random.default_rng(0))
+    seqs = seeder.sample(3, rng=np.random.default_rng(1))
+    assert len(seqs) == 6
+    kept = set(seeder.released_vocabulary_)
+    assert len(kept) < 3 and all(set(s.keyphrases) <= kept for s in seqs)
+    assert any("above the noise" in line for line in seeder.summary_lines())
+
+
+def test_bad_model_options_rejected():
+    with pytest.raises(ValueError, match="model"):
+        _seeder(model="forest")._validate()
+    with pytest.raises(ValueError, match="select"):
+        _seeder(select="maybe")._validate()
+    with pytest.raises(ValueError, match="iterative"):
+        _seeder(model="histogram", method="iterative")._validate()
+    with pytest.raises(ValueError, match="mixture"):
+        _seeder(mixture=1.5)._validate()
