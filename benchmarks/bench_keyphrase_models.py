@@ -235,8 +235,8 @@ def cell_key(corpus: str, model: str, eps: float, seed: int, test_docs: int, src
 def row_key(r: dict) -> tuple:
     if r["kind"] == "ceiling":
         return ("ceiling", r["corpus"], r["test_docs"], r["ceiling_docs_cap"])
-    return cell_key(r["corpus"], r["model"], float(r["epsilon"]), r["seed"], r["test_docs"],
-                    r["src"])
+    eps = math.inf if r["epsilon"] == "∞" else float(r["epsilon"])
+    return cell_key(r["corpus"], r["model"], eps, r["seed"], r["test_docs"], r["src"])
 
 
 # ------------------------------------------------------------------ report
