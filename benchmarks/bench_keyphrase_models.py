@@ -1,7 +1,7 @@
 """Keyphrase models on five corpora: the table-5 protocol and the whole-document yardstick.
 
 For each corpus (BBC News, health tweets, complaints, Banking77, drug reviews), each ε
-(and ε → ∞: the same configuration at ε = 1e6, where the noise multiplier is 7e-4), each
+(and ε → ∞: the same configuration at ε = 1e6, noise multiplier ≈ 1e-3 per stage), each
 seed and each keyphrase model, fit ``KeyphraseSeeder`` on the train split with δ = 1e-5,
 draw ``per_class`` sequences per class (500; 300 for more than 16 classes), train one
 classifier (MiniLM embeddings of the joined keyphrases + logistic regression) and test it
@@ -58,7 +58,7 @@ from keyphrase_protocol import (
 from record import command_line
 
 CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77", "drug-reviews")
-INF_EPSILON = 1e6  # "ε → ∞": KeyphraseSeeder needs a finite ε; noise multiplier 7e-4 here
+INF_EPSILON = 1e6  # "ε → ∞": KeyphraseSeeder needs a finite ε; noise multiplier ≈ 1e-3
 DELTA = 1e-5
 TEST_DOCS = 2000  # a fixed sample of each test split (seed 0), for time
 CEILING_DOCS = 4000  # a fixed sample of each train split for the real-data ceilings
@@ -400,7 +400,8 @@ def main() -> None:
         "Cells computed by (resumable, under `nice -n 10`; each skips the cells already in "
         "the results file): " + "; ".join(f"`{c}`" for c in runs) + ".\n\n"
         "Each DP row beside the same configuration's ε → ∞ limit (ε = 1e6: noise multiplier "
-        "7e-4), δ = 1e-5, mean ± sd over seeds. Training set: 500 DP sequences per class "
+        "≈ 1e-3 per stage; the ledger is not composed there), δ = 1e-5, mean ± sd over seeds "
+        "(sd with ddof = 1). Training set: 500 DP sequences per class "
         f"(300 for Banking77's 77 classes), L = {KeyphraseSeeder().length}; classifier: MiniLM "
         "embeddings of the space-joined keyphrases + logistic regression (C = 1). "
         "**A** = the DP-KPS paper's table-5 protocol (test on the first L released terms of "
@@ -412,8 +413,10 @@ def main() -> None:
         f"vocabulary. Where the median document is longer than {LONG_DOCUMENT_WORDS} words "
         "(BBC News, the complaints) both caps are halved, for time (only the complaints "
         "exceed them). `default` = `KeyphraseSeeder()` with the constructor's defaults at the "
-        "commit named above (`allow_noisy_classes=True` where that option exists, so small "
-        "classes run rather than stop). fit s = seconds of `fit` with the embedding of "
+        "commit named above; a model name followed by \"src/ as at commit C\" ran with the "
+        "code of C (an earlier default); `auto` = `select=\"auto\"`, a model name = "
+        "`model=NAME, select=\"none\"` (`allow_noisy_classes=True` where that option exists, "
+        "so small classes run rather than stop). fit s = seconds of `fit` with the embedding of "
         "terms excluded, on this shared 2-core machine.\n\n" + body
         + "\n\nFit time on the health tweets' train split (selection included, embedding "
         "excluded; every ε and seed of the grid):\n\n" + speed_table(rows, src)
