@@ -397,6 +397,14 @@ def main() -> None:
                               f"fit {out['fit_s']:.1f} s  wall {row['wall_s']:.0f} s", flush=True)
     rows = load_rows(results)
     body, missing = report(rows, args, src)
+    chosen: dict[tuple, list[str]] = {}
+    for r in rows:
+        sel = r.get("chosen", {}).get("selection_", "")
+        if r["kind"] == "cell" and "'chosen': '" in sel:
+            name = sel.split("'chosen': '")[1].split("'")[0]
+            chosen.setdefault((r["corpus"], model_label(r, src), r["epsilon"]), []).append(name)
+    picks = "; ".join(f"{c} / {m} / ε = {e}: " + ", ".join(sorted(v))
+                      for (c, m, e), v in chosen.items())
     runs = sorted({r.get("command", "") for r in rows if r["kind"] == "cell"} - {""})
     text = (
         "Cells computed by (resumable, under `nice -n 10`; each skips the cells already in "
@@ -420,6 +428,7 @@ def main() -> None:
         "`model=NAME, select=\"none\"` (`allow_noisy_classes=True` where that option exists, "
         "so small classes run rather than stop). fit s = seconds of `fit` with the embedding of "
         "terms excluded, on this shared 2-core machine.\n\n" + body
+        + ("\n\nWhat the private selection chose, per cell: " + picks + "." if picks else "")
         + "\n\nFit time on the health tweets' train split (selection included, embedding "
         "excluded; every ε and seed of the grid):\n\n" + speed_table(rows, src)
         + "\n\nCells of this grid not run (yet):" + ("\n\n" + "\n".join(missing) if missing
