@@ -1,8 +1,13 @@
-"""The DP-KPS paper's table-5 protocol, for benchmarks: classify keyphrase sequences.
+"""Classifier protocols for DP keyphrase sequences, for benchmarks.
 
-Train a classifier (MiniLM embeddings of the space-joined keyphrases + logistic
-regression) on keyphrase sequences and test it on the keyphrases extracted from
-the real test documents with the same released vocabulary (first L distinct terms).
+* The DP-KPS paper's table-5 protocol (``KeyphraseClassifierProtocol``): train a
+  classifier (MiniLM embeddings of the space-joined keyphrases + logistic regression) on
+  keyphrase sequences and test it on the keyphrases extracted from the real test
+  documents with the same released vocabulary (first L distinct terms).
+* The whole-document yardstick (``WholeDocumentProtocol``): the same classifier, tested on
+  the embeddings of the whole real test documents.
+
+One classifier (``fit_classifier``) can be scored under both (``score_fitted``).
 """
 
 from __future__ import annotations
@@ -20,20 +25,47 @@ def document_keyphrases(texts, vocabulary: tuple[str, ...], length: int) -> list
     return to_sequences(texts, vocabulary, length, sep=" ")
 
 
+def embed_strings(embedder, strings: list[str]) -> np.ndarray:
+    """Embeddings of ``strings``, each distinct string encoded once ("" as "(none)")."""
+    unique, inverse = np.unique(np.asarray([s or "(none)" for s in strings], dtype=object),
+                                return_inverse=True)
+    return np.asarray(embedder.encode(unique.tolist()))[inverse.ravel()]
+
+
+def fit_classifier(x: np.ndarray, labels) -> LogisticRegression:
+    return LogisticRegression(max_iter=2000, C=1.0).fit(x, np.asarray(labels))
+
+
+def scores(clf: LogisticRegression, x_test: np.ndarray, y_test: np.ndarray) -> dict:
+    pred = clf.predict(x_test)
+    return {"accuracy": float(accuracy_score(y_test, pred)),
+            "macro_f1": float(f1_score(y_test, pred, average="macro"))}
+
+
 class KeyphraseClassifierProtocol:
-    """Embeds keyphrase strings once per distinct string and scores a training set."""
+    """Embeds the test documents' keyphrases once and scores training sets against them."""
 
     def __init__(self, embedder, test_texts, test_labels, vocabulary, length: int):
         self.embedder = embedder
         self.test_labels = np.asarray(test_labels)
-        self.test_x = self._embed(document_keyphrases(test_texts, vocabulary, length))
-
-    def _embed(self, strings: list[str]) -> np.ndarray:
-        return np.asarray(self.embedder.encode([s or "(none)" for s in strings]))
+        self.test_x = embed_strings(embedder, document_keyphrases(test_texts, vocabulary,
+                                                                  length))
 
     def score(self, train_strings: list[str], train_labels) -> dict:
-        clf = LogisticRegression(max_iter=2000, C=1.0)
-        clf.fit(self._embed(train_strings), np.asarray(train_labels))
-        pred = clf.predict(self.test_x)
-        return {"accuracy": float(accuracy_score(self.test_labels, pred)),
-                "macro_f1": float(f1_score(self.test_labels, pred, average="macro"))}
+        return self.score_fitted(fit_classifier(embed_strings(self.embedder, train_strings),
+                                                train_labels))
+
+    def score_fitted(self, clf: LogisticRegression) -> dict:
+        return scores(clf, self.test_x, self.test_labels)
+
+
+class WholeDocumentProtocol:
+    """The whole-document yardstick: test on embeddings of whole real test documents
+    (``test_x``, computed once per corpus by the caller)."""
+
+    def __init__(self, test_x: np.ndarray, test_labels):
+        self.test_x = test_x
+        self.test_labels = np.asarray(test_labels)
+
+    def score_fitted(self, clf: LogisticRegression) -> dict:
+        return scores(clf, self.test_x, self.test_labels)

@@ -49,10 +49,15 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
 
 
+def command_line() -> str:
+    """This process's command, with the script's path relative to the repository."""
+    return "python " + " ".join(shlex.quote(a) for a in
+                                [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+
+
 def record(name: str, title: str, body: str) -> None:
     """Replace section ``name`` of docs/benchmarks.md with ``body`` and provenance."""
-    command = "python " + " ".join(shlex.quote(a) for a in
-                                   [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+    command = command_line()
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     section = (f"<!-- bench:{name} -->\n## {title}\n\n"
                f"`{command}` — commit {commit()}, {stamp}, {machine()}.\n\n"

