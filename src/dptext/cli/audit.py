@@ -20,7 +20,8 @@ def audit(
     only: Annotated[str | None, typer.Option(
         help="Comma-separated audits to run (default: all): laplace, gaussian, vocabulary, "
         "vocabulary-gaussian, labels, kde, kde-gaussian, dpkps, dpkps-independent, "
-        "dpkps-iterative, label-set, augpe, pate, pate-tutor, dpsgd.")] = None,
+        "dpkps-iterative, histogram, selection, label-set, augpe, pate, pate-tutor, "
+        "dpsgd.")] = None,
     runs: Annotated[float, typer.Option(
         help="Multiplier on every audit's number of runs (1: the fast default, a few "
         "minutes; 10: ten times more samples and tighter bounds).")] = 1.0,
