@@ -36,3 +36,11 @@ def _dptext_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("dptext-home")
     monkeypatch.setenv("DPTEXT_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """The dpft tests' tiny causal LM factory (no weights to load)."""
+    from dptext.generators.dpft.model import tiny_model
+
+    return tiny_model

@@ -75,13 +75,6 @@ def test_dp_sgd_record_is_validated():
 
 
 # ---------------------------------------------------------------- the generator, tiny model
-@pytest.fixture(scope="module")
-def tiny():
-    from dptext.generators.dpft.model import tiny_model
-
-    return tiny_model
-
-
 def _corpus(n=24):
     texts = [f"the match ended with a late goal number {i}" for i in range(n // 2)]
     texts += [f"shares fell on the market today by {i} percent" for i in range(n // 2)]

@@ -21,13 +21,6 @@ import torch
 from dptext.generators.dpft import train as train_mod
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from dptext.generators.dpft.model import tiny_model
-
-    return tiny_model
-
-
 def _corpus(n=24):
     from dptext.corpus import Corpus
 

@@ -67,3 +67,15 @@ def memoised_calibration() -> Iterator[None]:
         yield
     finally:
         kps.split_budget, kps.gaussian_noise_multiplier = honest
+
+
+@contextmanager
+def swapped(owner, name: str, replacement) -> Iterator[None]:
+    """Within the block ``owner.name`` is ``replacement`` (a negative control's broken
+    piece); the honest one is back afterwards."""
+    honest = getattr(owner, name)
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, honest)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from dptext.audits.common import swapped
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.auditing import AuditRow, audit_statistics
 
@@ -38,11 +39,8 @@ def _broken_label_set(variant: str) -> Iterator[None]:
             else (cal.scale, 0.0)
         return replace(cal, measurement=mod._make(kind, scale, threshold))
 
-    mod._threshold_measurement = broken
-    try:
+    with swapped(mod, "_threshold_measurement", broken):
         yield
-    finally:
-        mod._threshold_measurement = honest
 
 
 def audit_label_set(epsilon: float = 4.0, delta: float = 1e-3, *, samples: int = 20_000,

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from dptext.audits.common import canary_copies
+from dptext.audits.common import canary_copies, swapped
 from dptext.kde import histogram
 from dptext.privacy import NoiseSpec, PrivacyLedger, selection
 from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
@@ -51,11 +51,8 @@ def _counted_in_every_row(active: bool) -> Iterator[None]:
         return sum(honest(firsts, np.full(len(firsts), k), n_classes, n_terms)
                    for k in range(n_classes))
 
-    histogram.class_term_counts = every_row
-    try:
+    with swapped(histogram, "class_term_counts", every_row):
         yield
-    finally:
-        histogram.class_term_counts = honest
 
 
 def audit_histogram(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int = 5000,
@@ -103,11 +100,8 @@ def _half_noise_selection(active: bool) -> Iterator[None]:
         meas, scale, _ = honest(size, sensitivity, 2 * epsilon, monotonic)
         return meas, 2 * scale, epsilon
 
-    selection._noisy_max = half
-    try:
+    with swapped(selection, "_noisy_max", half):
         yield
-    finally:
-        selection._noisy_max = honest
 
 
 def audit_selection(epsilon: float = 1.0, candidates: int = 20, *, runs: int = 10_000,
