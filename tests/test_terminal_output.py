@@ -105,3 +105,27 @@ def test_release_table_at_200_columns_lists_every_release():
     assert "Laplace b = 2 on 5 values" in text
     g = _report()["guarantee"]
     assert f"Guarantee of this run: {g['summary']} — {g['method']}" in text
+
+
+def test_default_dpkps_table_keeps_its_release_names_at_80_columns():
+    """The default model's releases (label set, histogram on the fit fold, report-noisy-max
+    on the validation fold) have long mechanism and norm names: the compact table shortens
+    them rather than squeezing the release names out."""
+    from dataclasses import replace
+
+    ledger = PrivacyLedger()
+    ledger.record(_release("label set", scale=2.486, dim=5, eps=1.695))
+    ledger.record(replace(_release("class × term histogram (20000 public terms)",
+                                   scale=7.411, dim=100000, eps=5.826), fold="fit"))
+    ledger.record(replace(_release("model selection (3 candidates)", mechanism="laplace",
+                                   scale=0.2323, dim=3, eps=4.304),
+                          mechanism="report-noisy-max", sensitivity_norm="Linf (monotone)",
+                          delta=0.0, fold="validation"))
+    out = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    print_report(build_report(ledger, command="test", parameters={}), out)
+    text = out.export_text()
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    assert re.search(r"^label set +gaussian", text, re.M)
+    assert re.search(r"^class × term +gaussian .* 100000 +5\.826 .* seq fit$", text, re.M)
+    assert re.search(r"^model selection +noisy-max +Linf 89\.44 +b 0\.2323 +3 +4\.304 +0 "
+                     r"+seq val$", text, re.M)

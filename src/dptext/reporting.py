@@ -74,8 +74,11 @@ def write_report(report: dict[str, Any], path: str | Path) -> Path:
 TITLE = "Privacy report: every release of this run"
 
 _NOISE_SYMBOL = {"laplace": "b", "report-noisy-max": "b", "gaussian": "σ", "dp-sgd": "σ"}
+_SHORT_MECHANISM = {"report-noisy-max": "noisy-max"}
+_SHORT_FOLD = {"validation": "val"}
 _COMPACT_LEGEND = ("comp.: seq = sequential; par ×n = parallel over n disjoint partitions; "
-                   "a fold name = made on that fold only, parallel to the other fold")
+                   "fit / val = made on that fold of the documents only, parallel to the "
+                   "other fold")
 
 
 def print_report(report: dict[str, Any], console: Console) -> None:
@@ -151,14 +154,15 @@ def _compact_table(releases: list[dict[str, Any]]) -> Table:
     for r, n in _alike_partitions(releases):
         table.add_row(
             Text(r["name"]) if n > 1 else _release_name(r),
-            r["mechanism"],
-            f"{r['sensitivity_norm']} {r['sensitivity']:.4g}",
+            _SHORT_MECHANISM.get(r["mechanism"], r["mechanism"]),
+            f"{r['sensitivity_norm'].split()[0]} {r['sensitivity']:.4g}",
             f"{_NOISE_SYMBOL.get(r['mechanism'], '?')} {r['noise_scale']:.4g}",
             str(r["dimension"]),
             f"{r['epsilon']:.4g}",
             f"{r['delta']:.3g}",
             ((f"par ×{n}" if n > 1 else "par") if r.get("parallel_group") else "seq")
-            + (f" {r['fold'].rsplit(': ', 1)[-1]}" if r.get("fold") else ""),
+            + (f" {_SHORT_FOLD.get(f, f)}" if (f := (r.get("fold") or "").rsplit(": ", 1)[-1])
+               else ""),
         )
     return table
 
