@@ -128,3 +128,36 @@ def test_cli_pate_refuses_a_run_past_the_total_before_any_release(tmp_path, monk
     r = pate("b.jsonl", "2")
     assert r.exit_code != 0 and "budget exceeded" in r.output
     assert not (tmp_path / "b.jsonl.run").exists()
+
+
+@pytest.mark.parametrize("command", ["keyphrases", "generate"])
+def test_dpkps_charges_the_plan_before_its_first_release(tmp_path, monkeypatch, command):
+    """A DP-KPS run that dies while fitting (after its first releases could have been shown)
+    stays charged; a finished one records the releases it made."""
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    import dptext.cli.keyphrases as kcli
+    from dptext.cli import app
+    from dptext.corpus import read_corpus
+
+    data = tmp_path / "notes.csv"
+    pd.DataFrame({"text": ["the match ended with a late goal"] * 30
+                  + ["shares fell on the market today"] * 30,
+                  "label": ["sport"] * 30 + ["business"] * 30}).to_csv(data, index=False)
+    args = [command, "--input", str(data), "--label-column", "label", "--labels",
+            "sport,business", "--epsilon", "4", "--embedder", "model2vec",
+            "--out", str(tmp_path / "o.jsonl")]
+    if command == "generate":
+        args += ["--llm", "recording:", "--no-progress", "--no-cache",
+                 "--sequences-per-class", "1"]
+
+    def dies(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kcli, "fit_seeder", dies)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 130, res.output  # interrupted in the fit
+    c = read_corpus(data, label_column="label")
+    runs = CorpusBudget.open(corpus_fingerprint(c.texts, c.labels)).runs
+    assert len(runs) == 1 and runs[0]["guarantee"]["epsilon"] == pytest.approx(4.0, rel=1e-3)
