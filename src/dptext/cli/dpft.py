@@ -7,7 +7,6 @@ dpft`` is meant to call the same function with the same options.
 from __future__ import annotations
 
 import math
-import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -98,7 +97,6 @@ def dpft(
     from dptext.corpus import read_corpus
     from dptext.generators.dpft import DPFTConfig, SamplingConfig
     from dptext.generators.dpft.run import run_dpft
-    from dptext.privacy.budget import settle_run
     from dptext.reporting import print_report, report_path
 
     with o.user_errors():
@@ -114,14 +112,11 @@ def dpft(
         if not math.isfinite(eps):
             console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
                           "is NOT PRIVATE[/bold red]")
-        run_id = uuid.uuid4().hex
-
         def charge(planned):  # the whole plan, before any model is loaded or release made
-            budget = o.charge_plan(corpus, budget_total, planned, allow_budget_overrun,
-                                   command="dpft", run_id=run_id,
-                                   parameters={"epsilon": epsilon, "delta": delta},
-                                   dataset_id=dataset_id, input=input)
-            return lambda releases: settle_run(budget, run_id, releases)
+            return o.charge_plan_to_settle(
+                corpus, budget_total, planned, allow_budget_overrun, command="dpft",
+                parameters={"epsilon": epsilon, "delta": delta}, dataset_id=dataset_id,
+                input=input)[1]
 
         cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                          max_length=max_length, max_grad_norm=max_grad_norm, dtype=dtype,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import secrets as _secrets
 import time
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -275,7 +274,6 @@ def generate(
             if shots:
                 _check_few_shot_not_private(shots, corpus)
             from dptext.generators.kps import KeyphraseSeeder
-            from dptext.privacy.budget import settle_run
 
             seeder_params = dict(
                 vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
@@ -291,13 +289,12 @@ def generate(
             # fails afterwards stays charged); the releases made replace it once fitted,
             # before they are saved; --resume reuses the saved release and charges nothing
             planned_seeder = KeyphraseSeeder(**seeder_params)
-            run_id = uuid.uuid4().hex
-            budget = o.charge_plan(
+            budget, settle = o.charge_plan_to_settle(
                 corpus, budget_total,
                 planned_seeder.planned_releases(corpus.labels is not None),
                 allow_budget_overrun, command="generate",
-                parameters=seeder_parameters(planned_seeder), run_id=run_id,
-                dataset_id=dataset_id, input=input)
+                parameters=seeder_parameters(planned_seeder), dataset_id=dataset_id,
+                input=input)
             seeder, rng = fit_seeder(corpus, seed=seed, **seeder_params)
             seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
             notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
@@ -305,7 +302,7 @@ def generate(
             ledger = seeder.ledger_
             params = seeder_parameters(seeder)
             run_seed = seed if seed is not None else _secrets.randbits(31)
-            settle_run(budget, run_id, ledger.releases)
+            settle(ledger.releases)
             budget_key = budget.report_entry()
             # saved BEFORE the first prompt: a resumed run reuses exactly this release
             run_dir.mkdir(parents=True, exist_ok=True)

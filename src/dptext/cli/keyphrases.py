@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -125,19 +124,15 @@ def keyphrases(
             label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
             model=model, select=select, mixture=mixture)
         from dptext.generators.kps import KeyphraseSeeder
-        from dptext.privacy.budget import settle_run
-
         # the whole plan is checked and charged before the first release; once fitted,
         # the releases actually made replace it (never costing more)
         planned_seeder = KeyphraseSeeder(**params)
-        run_id = uuid.uuid4().hex
-        budget = o.charge_plan(
+        budget, settle = o.charge_plan_to_settle(
             corpus, budget_total, planned_seeder.planned_releases(corpus.labels is not None),
             allow_budget_overrun, command="keyphrases",
-            parameters=seeder_parameters(planned_seeder), run_id=run_id,
-            dataset_id=dataset_id, input=input)
+            parameters=seeder_parameters(planned_seeder), dataset_id=dataset_id, input=input)
         seeder, rng = fit_seeder(corpus, seed=seed, **params)
-        settle_run(budget, run_id, seeder.ledger_.releases)
+        settle(seeder.ledger_.releases)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000
         started = time.perf_counter()

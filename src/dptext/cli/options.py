@@ -240,3 +240,16 @@ def charge_plan(corpus, total: float | None, planned, allow_overrun: bool, *, co
     commit_budget(budget, PrivacyLedger(releases=list(planned)), command=command,
                   parameters=parameters, allow_overrun=allow_overrun, run_id=run_id)
     return budget
+
+
+def charge_plan_to_settle(corpus, total: float | None, planned, allow_overrun: bool, **kw):
+    """``charge_plan`` for a run whose exact releases are known only after its fit: returns
+    the budget and ``settle(releases)``, which records the releases made in place of the
+    charged plan (``budget.settle_run``: never more than was charged)."""
+    import uuid
+
+    from dptext.privacy.budget import settle_run
+
+    run_id = uuid.uuid4().hex
+    budget = charge_plan(corpus, total, planned, allow_overrun, run_id=run_id, **kw)
+    return budget, lambda releases: settle_run(budget, run_id, releases)
