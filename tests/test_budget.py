@@ -175,7 +175,7 @@ def small_csv(tmp_path_factory):
 
 
 FAST = ["--vocab", "english:2000", "--features", "50", "--vocab-size", "200", "--length", "3",
-        "--method", "independent", "--sequences-per-class", "2",
+        "--sequence-method", "independent", "--sequences-per-class", "2",
         "--labels", "business,entertainment,politics,sports,tech",
         "--epsilon-vocab", "1", "--epsilon-kde", "2", "--kde-noise", "laplace",
         "--vocab-noise", "laplace",

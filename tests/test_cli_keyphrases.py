@@ -30,7 +30,7 @@ def test_keyphrases_command_writes_sequences_and_report(small_csv, tmp_path):
         "keyphrases", "--input", str(small_csv), "--label-column", "label",
         "--vocab", "english:20000", "--epsilon-vocab", "4", "--epsilon-kde", "5",
         "--features", "300", "--length", "5", "--sequences-per-class", "7",
-        "--method", "iterative", "--model", "kde", "--select", "none",
+        "--sequence-method", "iterative", "--model", "kde", "--select", "none",
         "--out", str(out), "--seed", "3"])
     assert result.exit_code == 0, result.output
     lines = [json.loads(x) for x in out.read_text().splitlines()]

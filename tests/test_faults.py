@@ -172,7 +172,7 @@ def _generate(corpus_csv, out, url, home, extra=(), key_file=None):
     args = [sys.executable, "-m", "dptext", "generate", "-i", str(corpus_csv), "-o", str(out),
             "--label-column", "label", "--llm", f"openai:test-model@{url}",
             "--vocab", "english:3000", "--embedder", "minilm", "--features", "50",
-            "--vocab-size", "200", "--length", "4", "--method", "independent",
+            "--vocab-size", "200", "--length", "4", "--sequence-method", "independent",
             "--sequences-per-class", "8", "--no-progress",
             "--labels", "business,entertainment,politics,sports,tech",
             "--no-cache", "--concurrency", "2", "--timeout", "2", "--seed", "3",
@@ -209,7 +209,7 @@ def test_sigkill_mid_run_and_resume(tmp_path, corpus_csv):
         before = {json.loads(x)["key"]: json.loads(x)["completion"]["text"]
                   for x in journal.read_text().splitlines() if x.strip()}
         ledger_before = (run / "ledger.json").read_text()
-        seqs_before = (run / "sequences.jsonl").read_text()
+        seqs_before = (run / "state.json").read_text()  # the released sequences
         (budget_file,) = (home / "ledgers").glob("*.json")
         budget_before = json.loads(budget_file.read_text())
         ok_before = len(server.ok_prompts)
@@ -218,7 +218,7 @@ def test_sigkill_mid_run_and_resume(tmp_path, corpus_csv):
         second_log = again.communicate(timeout=240)[0]
         assert again.returncode == 0, second_log[-3000:]
     docs = [json.loads(x) for x in out.read_text().splitlines()]
-    n = len(seqs_before.splitlines())
+    n = len(json.loads(seqs_before)["sequences"])
     assert len(docs) == n == 40  # 5 classes × 8
     assert len({d["text"] for d in docs}) == n  # none duplicated
     assert set(before.values()) <= {d["text"] for d in docs}  # none lost
@@ -227,7 +227,7 @@ def test_sigkill_mid_run_and_resume(tmp_path, corpus_csv):
     # resumed: the journaled documents were not requested again
     assert len(server.ok_prompts) - ok_before <= n - len(before)
     assert (run / "ledger.json").read_text() == ledger_before  # no new DP noise
-    assert (run / "sequences.jsonl").read_text() == seqs_before
+    assert (run / "state.json").read_text() == seqs_before
     budget_after = json.loads(budget_file.read_text())
     assert len(budget_after["runs"]) == len(budget_before["runs"]) == 1  # no extra privacy
     assert budget_after["spent"] == budget_before["spent"]

@@ -145,7 +145,7 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
     assert 0 < report["guarantee"]["epsilon"] <= 6.0 + 1e-9  # composed from the ledger
     assert report["parameters"]["llm"] == "recording"
     run = tmp_path / "synthetic.jsonl.run"
-    seqs = (run / "sequences.jsonl").read_text()
+    seqs = (run / "state.json").read_text()  # the released sequences
     ledger = (run / "ledger.json").read_text()
     journal = [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
     assert len(journal) == 15
@@ -161,7 +161,7 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
     r = _cli([*args, "--resume"])
     assert r.exit_code == 0, r.output
     assert "10 from the journal" in said(r.output) and "5 generated" in said(r.output)
-    assert (run / "sequences.jsonl").read_text() == seqs      # no new DP noise
+    assert (run / "state.json").read_text() == seqs      # no new DP noise
     assert (run / "ledger.json").read_text() == ledger
     assert [json.loads(x) for x in out.read_text().splitlines()] == lines
     # changing a release option is refused on resume

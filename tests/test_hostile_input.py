@@ -328,7 +328,7 @@ def test_cli_end_to_end_on_a_hostile_corpus_with_minilm(tmp_path):
     res = CliRunner().invoke(app, [
         "keyphrases", "-i", str(path), "-o", str(out), "--label-column", "label",
         "--embedder", "minilm", "--vocab", "english:3000", "--features", "20",
-        "--vocab-size", "50", "--length", "3", "--method", "independent",
+        "--vocab-size", "50", "--length", "3", "--sequence-method", "independent",
         "--labels", "business,sport,weather", "--sequences-per-class", "2", "--seed", "0"])
     assert res.exit_code == 0, res.output
     seqs = [json.loads(line) for line in out.read_text().splitlines()]

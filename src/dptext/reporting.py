@@ -64,6 +64,13 @@ def add_budget(report: dict[str, Any], budget) -> dict[str, Any]:
     return report
 
 
+def mark_not_private(report: dict[str, Any], why: str) -> dict[str, Any]:
+    """Say in ``report`` that its run had no DP guarantee (ε = ∞), first and loudly."""
+    report["guarantee"] = {"epsilon": "inf", "delta": 1.0, "method": why, "summary": why}
+    report["assumptions"].insert(0, why)
+    return report
+
+
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

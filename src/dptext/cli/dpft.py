@@ -1,19 +1,14 @@
-"""``dptext dpft``: synthetic documents from a local LM fine-tuned with DP-SGD.
-
-A thin layer over ``dptext.generators.dpft.run.run_dpft``; ``dptext generate --method
-dpft`` is meant to call the same function with the same options.
-"""
+"""``dptext dpft`` (= ``dptext generate --method dpft``): synthetic documents from a local
+LM fine-tuned with DP-SGD, through the run engine (``dptext.generators.dpft.run``)."""
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from dptext.cli import options as o
-from dptext.cli.app import app, console
+from dptext.cli.app import app
 
 DPFT = "DP fine-tuning"
 
@@ -43,7 +38,7 @@ def _code_values(specs: list[str] | None, fields: list[str]) -> dict[str, tuple[
 @app.command("dpft")
 def dpft(
     input: o.InputPath,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL {text, label, ...}.")],
+    out: o.Out,
     epsilon: Annotated[str, typer.Option(
         "--epsilon", help="Total ε of the run (control-code histogram + DP-SGD); 'inf' trains "
         "without DP and labels the output NOT PRIVATE.", rich_help_panel=DPFT)],
@@ -88,45 +83,27 @@ def dpft(
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
     seed: o.Seed = None,
-    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    progress: o.Progress = True,
+    resume: o.Resume = False,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
 ) -> None:
     """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
-    from dptext.corpus import read_corpus
-    from dptext.generators.dpft import DPFTConfig, SamplingConfig
-    from dptext.generators.dpft.run import run_dpft
-    from dptext.reporting import print_report, report_path
+    from dptext.generators.dpft.sample import SamplingConfig
 
     with o.user_errors():
-        eps = _epsilon(epsilon)
-        fields = [f.strip() for f in metadata.split(",")] if metadata else []
-        declared = _code_values(code_values, fields)
-        if o.parse_labels(labels):
-            declared["label"] = o.parse_labels(labels)
-        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
-                             fmt=format, encoding=encoding, skip_invalid=skip_invalid,
-                             extra_columns=fields)
-        o.announce_corpus(corpus)
-        if not math.isfinite(eps):
-            console.print("[bold red]ε = ∞: training WITHOUT differential privacy; the output "
-                          "is NOT PRIVATE[/bold red]")
-        def charge(planned):  # the whole plan, before any model is loaded or release made
-            return o.charge_plan_to_settle(
-                corpus, budget_total, planned, allow_budget_overrun, command="dpft",
-                parameters={"epsilon": epsilon, "delta": delta}, dataset_id=dataset_id,
-                input=input)[1]
-
-        cfg = DPFTConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                         max_length=max_length, max_grad_norm=max_grad_norm, dtype=dtype,
-                         multitask=multitask or pplm)
-        report = run_dpft(corpus, o.ensure_parent(out), epsilon=eps, delta=delta,
-                          n_documents=documents, model=model, config=cfg,
-                          sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k,
-                                                  top_p=top_p),
-                          pplm=pplm, metadata_fields=fields, code_values=declared or None,
-                          seed=seed, progress=progress, charge=charge)
-        print_report(report, console)
-        console.print(f"wrote {report['parameters']['documents']} documents to {out}")
-        console.print(f"privacy report: {report_path(out)}")
+        fields = tuple(f.strip() for f in metadata.split(",")) if metadata else ()
+        options = dict(
+            epsilon=_epsilon(epsilon), delta=delta, labels=o.parse_labels(labels),
+            documents=documents, model=model, metadata=fields,
+            code_values=_code_values(code_values, list(fields)), epochs=epochs,
+            batch_size=batch_size, learning_rate=learning_rate, max_length=max_length,
+            max_grad_norm=max_grad_norm, dtype=dtype, multitask=multitask or pplm,
+            sampling=SamplingConfig(max_new_tokens=max_new_tokens, top_k=top_k, top_p=top_p),
+            pplm=pplm)
+    o.run_generator("dpft", options,
+                    o.source(input, text_column, label_column, format, encoding,
+                             skip_invalid), out, resume=resume, budget_total=budget_total,
+                    allow_budget_overrun=allow_budget_overrun, dataset_id=dataset_id,
+                    progress=progress, seed=seed)

@@ -108,6 +108,10 @@ def evaluate(
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
     mpath, hpath = write_report(metrics, out)
+    from dptext.run.release import record_evaluation
+
+    if (release := record_evaluation(synthetic, metrics)) is not None:
+        console.print(f"added the evaluation to the release card {release / 'README.md'}")
     for row in metrics["summary"]:
         console.print(f"[bold]{escape(str(row['metric']))}[/bold]: {escape(str(row['value']))}")
     console.print(f"wrote {mpath} and {hpath}")

@@ -6,51 +6,10 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from dptext.cli import options as o
 from dptext.cli.app import app, console
-
-
-def fit_seeder(corpus, *, seed: int | None, **params):
-    """Fit a KeyphraseSeeder with a progress display; returns (seeder, rng)."""
-    from dptext.generators.kps import KeyphraseSeeder
-
-    seeder = KeyphraseSeeder(**params)
-    rng = np.random.default_rng(seed)
-    started = time.perf_counter()
-    with console.status("fitting DP-KPS") as status:
-        def step(msg: str) -> None:
-            status.update(f"DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)")
-
-        seeder.fit(corpus, rng=rng, progress=step)
-    n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
-    console.print(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
-                  f"{len(seeder.released_vocabulary_)} released terms; "
-                  f"{n_classes} {'class' if n_classes == 1 else 'classes'}"
-                  + (f", {n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each"
-                     if n_sketches else ""))
-    for line in seeder.summary_lines():
-        console.print(line)
-    return seeder, rng
-
-
-def seeder_parameters(seeder) -> dict:
-    """The public parameters of a fitted seeder, for the report."""
-    names = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
-             "delta", "vocab_noise",
-             "kde_noise", "terms_per_doc", "vocab_size", "method", "ensemble", "length",
-             "features", "bandwidth", "sampling", "contrastive_keep", "max_terms_per_doc",
-             "windows_per_doc", "labels", "epsilon_labels", "label_set_share",
-             "epsilon_label_set", "vocab_noise_terms", "model", "select", "mixture",
-             "validation_share")
-    out = {n: getattr(seeder, n) if isinstance(getattr(seeder, n), str | int | float | tuple |
-                                                type(None)) else str(getattr(seeder, n))
-           for n in names}
-    if getattr(seeder, "selection_", None):  # released choices only (no scores)
-        out["model_selection"] = dict(seeder.selection_)
-    return out
 
 
 @app.command()
@@ -74,7 +33,7 @@ def keyphrases(
     kde_noise: o.KdeNoise = o.D["kde_noise"],
     terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
     vocab_size: o.VocabSize = o.D["vocab_size"],
-    method: o.Method = o.D["method"],
+    sequence_method: o.SequenceMethod = o.D["method"],
     ensemble: o.Ensemble = o.D["ensemble"],
     length: o.Length = o.D["length"],
     features: o.Features = o.D["features"],
@@ -118,21 +77,31 @@ def keyphrases(
             **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
             vocab_noise=vocab_noise, kde_noise=kde_noise,
             terms_per_doc=terms_per_doc, vocab_size=vocab_size,
-            vocab_noise_terms=vocab_noise_terms, method=method,
+            vocab_noise_terms=vocab_noise_terms, method=sequence_method,
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
             model=model, select=select, mixture=mixture)
         from dptext.generators.kps import KeyphraseSeeder
+        from dptext.generators.kps_generator import fit_seeder, seeder_parameters
+        from dptext.privacy.budget import settle_run
+        from dptext.run import budget as run_budget
+
         # the whole plan is checked and charged before the first release; once fitted,
         # the releases actually made replace it (never costing more)
         planned_seeder = KeyphraseSeeder(**params)
-        budget, settle = o.charge_plan_to_settle(
-            corpus, budget_total, planned_seeder.planned_releases(corpus.labels is not None),
-            allow_budget_overrun, command="keyphrases",
-            parameters=seeder_parameters(planned_seeder), dataset_id=dataset_id, input=input)
-        seeder, rng = fit_seeder(corpus, seed=seed, **params)
-        settle(seeder.ledger_.releases)
+        say = console.print
+        budget, run_id = run_budget.charge(
+            corpus, run_budget.BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
+            planned_seeder.planned_releases(corpus.labels is not None), command="keyphrases",
+            parameters=seeder_parameters(planned_seeder), input=input, say=say)
+        started = time.perf_counter()
+        with console.status("fitting DP-KPS") as status:
+            seeder, rng = fit_seeder(
+                corpus, params, seed=seed, say=say,
+                progress=lambda msg: status.update(
+                    f"DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
+        settle_run(budget, run_id, seeder.ledger_.releases)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000
         started = time.perf_counter()

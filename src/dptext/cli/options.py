@@ -85,10 +85,9 @@ TermsPerDoc = Annotated[int, typer.Option(
     help="S: distinct vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
-Method = Annotated[str, typer.Option(help="iterative or independent sequence generation; "
-                                     "generate: dpft for the DP fine-tuning generator, augpe for "
-                                     "the Aug-PE baseline, pate for PATE-style augmentation.",
-                                     rich_help_panel=SEEDER)]
+SequenceMethod = Annotated[str, typer.Option(
+    "--sequence-method", help="iterative or independent keyphrase sequences.",
+    rich_help_panel=SEEDER)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
                                        rich_help_panel=SEEDER)]
 Length = Annotated[int, typer.Option(help="L: keyphrases per sequence.", rich_help_panel=SEEDER)]
@@ -123,6 +122,34 @@ EpsLabelSet = Annotated[float, typer.Option(
     "--epsilon-kde (on top of them).", rich_help_panel=SEEDER)]
 Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
 
+LLM = "LLM"
+Llm = Annotated[str, typer.Option(
+    help="LLM backend: local:qwen2.5-1.5b (default), local:qwen2.5-0.5b, local:smollm2-135m, "
+    "local:/path/model.gguf, openai:MODEL@URL, anthropic:MODEL, bedrock:MODEL_ID. Keys come "
+    "from the environment only.", rich_help_panel=LLM)]
+DocumentType = Annotated[str, typer.Option(
+    help="What to write, e.g. 'medical record' (the only context the LLM gets besides what "
+    "the method released).", rich_help_panel=LLM)]
+MaxTokens = Annotated[int, typer.Option(help="Token limit per document.", rich_help_panel=LLM)]
+Temperature = Annotated[float, typer.Option(rich_help_panel=LLM)]
+TopP = Annotated[float, typer.Option(rich_help_panel=LLM)]
+
+RUN = "Run"
+Out = Annotated[Path, typer.Option(
+    "--out", "-o", help="Output JSONL, one synthetic document per line; beside it the "
+    "privacy report (.privacy.json), the release folder (.release/) and the run folder "
+    "(.run/, for --resume).", rich_help_panel=RUN)]
+Resume = Annotated[bool, typer.Option(
+    help="Continue an interrupted run from <out>.run/ without new DP noise or repeated "
+    "prompts.", rich_help_panel=RUN)]
+Cache = Annotated[bool, typer.Option(
+    help="Reuse completions of identical prompts across runs ($DPTEXT_CACHE).",
+    rich_help_panel=RUN)]
+Progress = Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=RUN)]
+Concurrency = Annotated[int, typer.Option(
+    help="Prompts in flight at once (at most the local model's slots: $DPTEXT_LLM_PARALLEL, "
+    "default 4 with 2+ threads, 1 with one).", rich_help_panel=RUN)]
+
 BUDGET = "Privacy budget (across runs)"
 BudgetTotal = Annotated[float | None, typer.Option(
     help="Total ε allowed on this corpus over all runs (kept in the corpus's ledger in "
@@ -135,36 +162,6 @@ DatasetId = Annotated[str | None, typer.Option(
     help="Name of the dataset whose budget this run spends: one ledger for every version "
     "of the corpus (default: dataset_id or [datasets] in config.toml, else a ledger per "
     "exact content).", rich_help_panel=BUDGET)]
-
-
-def corpus_budget(corpus, total: float | None, planned, allow_overrun: bool, *,
-                  dataset_id: str | None = None, input: str | None = None):
-    """Open the persistent ledger of ``corpus`` (by dataset id, or by its content) and
-    refuse a run that cannot fit."""
-    from dptext.privacy.budget import open_budget
-
-    budget = open_budget(corpus, total=total, dataset_id=dataset_id, input=input)
-    budget.check(planned, allow_overrun=allow_overrun)
-    console.print(f"privacy budget: {budget.describe()}")
-    if budget.runs:
-        console.print(f"it has {len(budget.runs)} earlier run(s), which spent "
-                      f"{budget.spent()}" + (f" of a total ε = {budget.total:g}"
-                                             if budget.total is not None else ""))
-    return budget
-
-
-def commit_budget(budget, ledger, *, command: str, parameters: dict,
-                  allow_overrun: bool, run_id: str | None = None) -> None:
-    """Record a finished fit in the corpus's ledger (before any output is written)."""
-    after = budget.commit(ledger, command=command, parameters=parameters,
-                          allow_overrun=allow_overrun, run_id=run_id)
-    total = f" of ε = {budget.total:g}" if budget.total is not None else ""
-    name = budget.dataset_id if budget.dataset_id is not None else budget.fingerprint[:8]
-    console.print(f"privacy spent on this {budget.noun}, all runs: {after}{total} "
-                  f"(ledger {name})")
-    if budget.total is not None and after.epsilon > budget.total * (1 + 1e-9):
-        console.print("[yellow]warning:[/yellow] this run went past the corpus's total budget "
-                      "(--allow-budget-overrun)")
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
@@ -224,32 +221,39 @@ def ensure_parent(path: Path) -> Path:
     return path
 
 
-def charge_plan(corpus, total: float | None, planned, allow_overrun: bool, *, command: str,
-                parameters: dict, run_id: str | None = None, dataset_id: str | None = None,
-                input: str | None = None):
-    """The budget policy of every method: before the run's first release, its whole plan
-    (``planned``: the releases it will make, or ``budget.planned_run``) is checked against
-    the corpus's persistent budget AND charged to it, so a run that fails, is killed or is
-    abandoned afterwards is still counted. A resumed run charges nothing again. ``run_id``
-    names the run in the ledger (for ``budget.settle_run``); ``dataset_id`` and
-    ``input`` choose the ledger (``corpus_budget``)."""
-    from dptext.privacy import PrivacyLedger
+def source(input: str, text_column: str, label_column: str | None, format: str | None,
+           encoding: str, skip_invalid: bool):
+    """The input options as the engine's ``CorpusSource``."""
+    from dptext.run import CorpusSource
 
-    budget = corpus_budget(corpus, total, planned, allow_overrun, dataset_id=dataset_id,
-                           input=input)
-    commit_budget(budget, PrivacyLedger(releases=list(planned)), command=command,
-                  parameters=parameters, allow_overrun=allow_overrun, run_id=run_id)
-    return budget
+    return CorpusSource(input, text_column=text_column, label_column=label_column,
+                        format=format, encoding=encoding, skip_invalid=skip_invalid)
 
 
-def charge_plan_to_settle(corpus, total: float | None, planned, allow_overrun: bool, **kw):
-    """``charge_plan`` for a run whose exact releases are known only after its fit: returns
-    the budget and ``settle(releases)``, which records the releases made in place of the
-    charged plan (``budget.settle_run``: never more than was charged)."""
-    import uuid
+def run_generator(method: str, options: dict, source, out: Path, *, llm: str | None = None,
+                  llm_options: dict | None = None, resume: bool = False,
+                  budget_total: float | None = None, allow_budget_overrun: bool = False,
+                  dataset_id: str | None = None, concurrency: int = 4, cache: bool = True,
+                  progress: bool = True, seed: int | None = None) -> None:
+    """Every command that writes documents: the generator ``method`` with ``options``
+    through the run engine; then the summary, the privacy report and where things are."""
+    from dptext.generators.registry import make_generator
+    from dptext.reporting import print_report
+    from dptext.run import DEFAULT_LLM, BudgetOptions, run
 
-    from dptext.privacy.budget import settle_run
-
-    run_id = uuid.uuid4().hex
-    budget = charge_plan(corpus, total, planned, allow_overrun, run_id=run_id, **kw)
-    return budget, lambda releases: settle_run(budget, run_id, releases)
+    with user_errors():
+        try:
+            generator = make_generator(method, **options)
+        except TypeError as e:
+            raise ValueError(str(e)) from None
+        result = run(generator, source, out, llm=llm or DEFAULT_LLM, llm_options=llm_options,
+                     resume=resume,
+                     budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
+                     concurrency=concurrency, cache=cache, progress=progress, seed=seed,
+                     say=lambda msg: console.print(escape(msg), soft_wrap=True),
+                     announce=announce_corpus)
+    for line in result.summary:
+        console.print(escape(line), soft_wrap=True)
+    print_report(result.report, console)
+    console.print(f"privacy report: {result.report_path}")
+    console.print(f"release folder: {result.release_dir} (Parquet, JSONL, dataset card)")

@@ -135,14 +135,15 @@ class _Evolution:
     def __init__(self, corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
                  backend: LLMBackend, state: RunState, *, classes: list, seed: int,
                  epsilon_cap: float | None, journal: Journal, cache: PromptCache | None,
-                 concurrency: int, progress: bool, say: Callable[[str], None]) -> None:
+                 concurrency: int, progress: bool, say: Callable[[str], None],
+                 stats: RunStats | None = None) -> None:
         self.corpus, self.cfg, self.noise, self.backend, self.state = (
             corpus, cfg, noise, backend, state)
         self.classes, self.seed, self.say = classes, seed, say
         self.ledger = state.ledger(epsilon_cap)
         self.run_opts = dict(journal=journal, cache=cache, concurrency=concurrency,
                              progress=progress)
-        self.stats = RunStats()
+        self.stats = stats if stats is not None else RunStats()
         self.params = SamplingParams(cfg.max_tokens, cfg.temperature, cfg.top_p)
         self._embedder = None
         self._private: dict | None = None
@@ -270,16 +271,18 @@ def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
               backend: LLMBackend, run_dir, *, classes: list, seed: int,
               epsilon_cap: float | None = None, cache: PromptCache | None = None,
               concurrency: int = 4, progress: bool = False,
-              say: Callable[[str], None] = lambda msg: None) -> AugPEResult:
+              say: Callable[[str], None] = lambda msg: None, journal: Journal | None = None,
+              stats: RunStats | None = None) -> AugPEResult:
     """Run (or resume) Aug-PE in ``run_dir``; finished iterations are read back, not redone.
 
     ``noise`` is ``cfg.noise(ε, δ)``; ``classes`` the public label set (``[None]`` for an
-    unlabelled corpus). The caller keeps the run's options in ``run.json`` (see
-    ``RunState``) and checks them before resuming.
+    unlabelled corpus). The caller (the run engine) keeps the run's options and checks
+    them before resuming. ``journal``: the run's journal of completions (default
+    ``run_dir/journal.jsonl``).
     """
     state = RunState(run_dir)
-    journal = Journal(state.dir / "journal.jsonl")
+    journal = journal if journal is not None else Journal(state.dir / "journal.jsonl")
     return _Evolution(corpus, cfg, noise, backend, state, classes=classes, seed=seed,
                       epsilon_cap=epsilon_cap, journal=journal, cache=cache,
-                      concurrency=concurrency, progress=progress, say=say).run()
+                      concurrency=concurrency, progress=progress, say=say, stats=stats).run()
 

@@ -1,7 +1,6 @@
 """The run directory of an Aug-PE run, written step by step so that a run can resume.
 
-``run.json`` (the options that fix the release), ``label_set.json`` (without declared
-labels: the DP label set and its release record, written before ``run.json``),
+``label_set.json`` (without declared labels: the DP label set and its release record),
 ``vocabulary.json`` (AugPE+Ṽ: the DP vocabulary and its release record),
 ``votes_<t>.json`` (iteration t's noisy histograms and their release records, written
 atomically the moment they are drawn, before any prompt uses them) and
@@ -19,35 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from dptext.files import write_atomic
 from dptext.privacy import PrivacyLedger, Release
 
 Population = list[tuple[str, str | None]]  # (text, label), class by class
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 class RunState:
     def __init__(self, run_dir: str | Path) -> None:
         self.dir = Path(run_dir)
-
-    # ---------------------------------------------------------------- run.json
-    @property
-    def run_json(self) -> Path:
-        return self.dir / "run.json"
-
-    def started(self) -> bool:
-        return self.run_json.exists()
-
-    def load_run(self) -> dict:
-        return json.loads(self.run_json.read_text())
-
-    def save_run(self, run: dict) -> None:
-        _atomic_write(self.run_json, json.dumps(run, indent=2, default=str))
 
     # ---------------------------------------------------------------- releases
     def _release_files(self) -> list[Path]:
@@ -64,12 +43,18 @@ class RunState:
 
     def save_label_set(self, released, releases: list[Release]) -> None:
         """The DP label set (``privacy.labels.ReleasedValues``) and its release record."""
-        _atomic_write(self.dir / "label_set.json", json.dumps(
+        write_atomic(self.dir / "label_set.json", json.dumps(
             {"label_set": released.to_dict(), "releases": [asdict(r) for r in releases]},
             ensure_ascii=False))
 
+    def label_set(self) -> list | None:
+        """The classes of a DP label set released earlier in this run, if any."""
+        path = self.dir / "label_set.json"
+        return list(json.loads(path.read_text())["label_set"]["values"]["label"]) \
+            if path.exists() else None
+
     def save_vocabulary(self, words: tuple[str, ...], releases: list[Release]) -> None:
-        _atomic_write(self.dir / "vocabulary.json", json.dumps(
+        write_atomic(self.dir / "vocabulary.json", json.dumps(
             {"words": list(words), "releases": [asdict(r) for r in releases]}))
 
     def vocabulary(self) -> tuple[str, ...] | None:
@@ -77,7 +62,7 @@ class RunState:
         return tuple(json.loads(path.read_text())["words"]) if path.exists() else None
 
     def save_votes(self, t: int, histograms: dict, releases: list[Release]) -> None:
-        _atomic_write(self.dir / f"votes_{t}.json", json.dumps(
+        write_atomic(self.dir / f"votes_{t}.json", json.dumps(
             {"histograms": [[c, np.asarray(h).tolist()] for c, h in histograms.items()],
              "releases": [asdict(r) for r in releases]}))
 
@@ -90,7 +75,7 @@ class RunState:
 
     # ---------------------------------------------------------------- populations
     def save_population(self, t: int, population: Population) -> None:
-        _atomic_write(self.dir / f"population_{t}.jsonl", "".join(
+        write_atomic(self.dir / f"population_{t}.jsonl", "".join(
             json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n"
             for text, label in population))
 

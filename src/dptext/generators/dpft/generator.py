@@ -54,7 +54,7 @@ from dptext.generators.dpft.train import (
 from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
 from dptext.privacy.labels import LABEL_SET, standalone_spec
-from dptext.reporting import LABELS_FROM_DATA, build_report
+from dptext.reporting import LABELS_FROM_DATA, build_report, mark_not_private
 
 NOT_PRIVATE = "NOT PRIVATE: ε = ∞, the model was fine-tuned without DP on the private corpus"
 PRIVACY_NOTES = (
@@ -225,19 +225,22 @@ class DPFineTuneGenerator:
     def guarantee(self):
         return self.ledger_.guarantee()
 
-    def privacy_report(self, command: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    def report_notes(self) -> list[str]:
         notes = [*PRIVACY_NOTES]
         if any(r.name.startswith(LABEL_SET) for r in self.ledger_.releases):
             notes.append(LABELS_FROM_DATA)
-        params = {"method": "dpft", "epsilon_target": _num(self.epsilon), "delta": self.delta,
-                  "train_plan": asdict(self.plan_),
-                  "dpft_config": self.config.to_dict(), **parameters}
-        report = build_report(self.ledger_, command=command, parameters=params, notes=notes)
-        if not self.private:
-            report["guarantee"] = {"epsilon": "inf", "delta": 1.0, "method": NOT_PRIVATE,
-                                   "summary": NOT_PRIVATE}
-            report["assumptions"].insert(0, NOT_PRIVATE)
-        return report
+        return notes
+
+    def report_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        return {"method": "dpft", "epsilon_target": _num(self.epsilon), "delta": self.delta,
+                "train_plan": asdict(self.plan_), "dpft_config": self.config.to_dict(),
+                **parameters}
+
+    def privacy_report(self, command: str, parameters: dict[str, Any]) -> dict[str, Any]:
+        report = build_report(self.ledger_, command=command,
+                              parameters=self.report_parameters(parameters),
+                              notes=self.report_notes())
+        return report if self.private else mark_not_private(report, NOT_PRIVATE)
 
     def save(self, path: str | Path) -> Path:
         """The LoRA adapter (peft format), the classifier head, and the released data."""

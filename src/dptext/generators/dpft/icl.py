@@ -20,7 +20,7 @@ import numpy as np
 from dptext.corpus import Corpus
 from dptext.generators.dpft.codes import document_codes, format_codes
 from dptext.privacy import PrivacyLedger
-from dptext.reporting import build_report
+from dptext.reporting import build_report, mark_not_private
 
 ICL_NOT_PRIVATE = ("NOT PRIVATE: ICL reference — real private documents were put in the LLM "
                    "prompt; no differential-privacy guarantee of any kind")
@@ -94,7 +94,4 @@ def icl_report(command: str, parameters: dict[str, Any]) -> dict[str, Any]:
     report = build_report(PrivacyLedger(), command=command,
                           parameters={"method": "icl-reference", **parameters},
                           notes=[ICL_NOT_PRIVATE])
-    report["guarantee"] = {"epsilon": "inf", "delta": 1.0, "method": ICL_NOT_PRIVATE,
-                           "summary": ICL_NOT_PRIVATE}
-    report["assumptions"].insert(0, ICL_NOT_PRIVATE)
-    return report
+    return mark_not_private(report, ICL_NOT_PRIVATE)

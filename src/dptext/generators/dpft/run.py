@@ -1,99 +1,115 @@
-"""One ``dpft`` run end to end: the function behind ``dptext dpft`` (and the hook for
-``dptext generate --method dpft``).
+"""DP fine-tuning behind the generator interface (``dptext dpft``, ``dptext generate
+--method dpft``, ``dptext.synthesize(method="dpft")``).
 
-Run folder ``<out>.run/dpft/``: ``plan.json`` (the released code histogram, the ledger
+Its folder (``RunContext.dir``): ``plan.json`` (the released code histogram, the ledger
 and the training plan, written before the first step), ``train_state.pt`` (checkpoint:
 weights, optimiser moments, step count), ``model/`` (the adapter once trained) and
 ``generated.jsonl`` (documents as they are written). Nothing there or in the outputs holds
-a sampling seed, a generator state or a loss. Re-running the same command continues from
-there without new DP noise (and with fresh secret sampling randomness).
+a sampling seed, a generator state or a loss. A resumed run continues from there without
+new DP noise (and with fresh secret sampling randomness).
 
-Budget: before the first release of a new run, ``charge`` receives the whole plan (the
-run's (ε, δ) as one block; ε = ∞ as a run without DP), so a killed run is still charged;
-a resumed run charges nothing. ``charge`` may return a callable that, once the run is
-trained, replaces the block by the releases actually made (``budget.settle_run``).
+Plan: the run's (ε, δ) as one block (its DP-SGD noise is solved from a released corpus
+size, so its releases are known only once fitted); ε = ∞ as a run without DP.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
-from dptext.corpus import Corpus, write_jsonl
-from dptext.generators.dpft.generator import DPFineTuneGenerator
+from dptext.corpus import Corpus
+from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.dpft.generator import NOT_PRIVATE, DPFineTuneGenerator
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 from dptext.privacy import Release
 from dptext.privacy.budget import planned_run
-from dptext.reporting import build_report, report_path, write_report
 
 PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
 
 
-def run_dir_for(out: Path) -> Path:
-    return out.with_name(out.name + ".run") / "dpft"
+@dataclass
+class DPFTGenerator(BaseGenerator):
+    """``config``: DP-SGD options (given flat too: ``epochs=``, ``batch_size=``, ...);
+    ``documents``: how many to write (default: the DP estimate of the corpus size);
+    ``code_values``: declared public values per control-code field; ``base``: an
+    already loaded ``(model, tokenizer)`` (tests)."""
 
+    name: ClassVar[str] = "dpft"
+    uses_llm: ClassVar[bool] = False
+    NESTED: ClassVar = ("config", DPFTConfig, False)
+    POST_PROCESSING: ClassVar[tuple[str, ...]] = (
+        "documents", "sampling", "pplm", "pplm_config", "chunk", "base")
 
-def run_dpft(corpus: Corpus, out: str | Path, *, epsilon: float, delta: float = 1e-5,
-             n_documents: int | None = None, model: str | None = None,
-             config: DPFTConfig | None = None, sampling: SamplingConfig | None = None,
-             pplm: bool = False, pplm_config: PPLMConfig | None = None,
-             metadata_fields: Sequence[str] = (),
-             code_values: dict[str, Sequence[str]] | None = None, seed: int | None = None,
-             progress: bool = True, chunk: int = 32, base=None,
-             charge: Callable[[list[Release]], Callable[[list[Release]], Any] | None]
-             | None = None) -> dict[str, Any]:
-    """Fit (or resume), generate ``n_documents`` (default: as many as the DP estimate
-    of the corpus size), write ``out`` (JSONL) and its privacy report; return the report.
-    ``code_values``: the declared public values of each code field ("label" for the
-    labels); the others are released as the DP label set. ``charge``: the corpus's
-    persistent budget, called with the plan before anything else
-    (``cli.options.charge_plan``); it raises to refuse the run."""
-    out = Path(out)
-    run_dir = run_dir_for(out)
-    model_dir = run_dir / "model"
-    if (model_dir / "dpft.json").exists():
-        gen = DPFineTuneGenerator.load(model_dir, base=base)
-    else:
-        settle = None
-        if charge is not None and not (run_dir / "plan.json").exists():
-            settle = charge([planned_run(PLAN_NAME, epsilon, delta)])  # before any model
-        gen = DPFineTuneGenerator(epsilon, delta, model=model, config=config,
-                                  metadata_fields=metadata_fields, code_values=code_values,
-                                  checkpoint_dir=run_dir,
-                                  seed=seed, progress=progress).fit(corpus, base=base)
-        if settle is not None and gen.private:
-            settle(gen.ledger_.releases)  # the releases made, in place of the block
-        gen.save(model_dir)
-    del corpus  # generation is post-processing of the DP model and the released codes
-    n = n_documents or round(gen.code_distribution_.total())
-    journal = run_dir / "generated.jsonl"
-    done: list[dict] = []
-    if journal.exists():
-        done = [json.loads(x) for x in journal.read_text(encoding="utf-8").splitlines() if x]
-    rng = np.random.default_rng(seed)
-    for _ in range(len(done) // chunk):  # skip the randomness of finished chunks
-        rng.integers(2**31)
-    with journal.open("a", encoding="utf-8") as f:
-        while len(done) < n:
-            k = min(chunk, n - len(done))
-            step_rng = np.random.default_rng(int(rng.integers(2**31)))
-            new = gen.generate(k, sampling=sampling, pplm=pplm, pplm_config=pplm_config,
-                               rng=step_rng)
-            for rec in new:
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            f.flush()
-            done.extend(new)
-    write_jsonl(done[:n], out)
-    params = {"documents": n, "pplm": pplm, "model": str(model or "smollm2-135m"),
-              "sampling": (sampling or SamplingConfig()).__dict__}
-    report = gen.privacy_report("generate --method dpft", params)
-    write_report(report, report_path(out))
-    return report
+    epsilon: float = 6.0
+    delta: float = 1e-5
+    labels: tuple[str, ...] | None = None
+    documents: int | None = None
+    model: str | None = None  # a local Hugging Face causal-LM folder (default SmolLM2-135M)
+    metadata: tuple[str, ...] = ()  # extra columns used as control codes
+    code_values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    config: DPFTConfig = field(default_factory=DPFTConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    pplm: bool = False
+    pplm_config: PPLMConfig | None = None
+    chunk: int = 32  # documents per journaled batch
+    base: Any = None
 
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.metadata)
 
-__all__ = ["build_report", "run_dir_for", "run_dpft"]
+    def validate(self) -> None:
+        if not (self.epsilon > 0):
+            raise ValueError("ε must be positive, or inf for a NOT PRIVATE run")
+        if self.pplm and not self.config.multitask:
+            raise ValueError("PPLM steering needs the classifier head (multitask)")
+
+    def plan(self, info: CorpusInfo) -> list[Release]:
+        return [planned_run(PLAN_NAME, self.epsilon, self.delta)]
+
+    def _declared(self) -> dict[str, tuple[str, ...]] | None:
+        declared = dict(self.code_values)
+        if self.labels:
+            declared["label"] = tuple(self.labels)
+        return declared or None
+
+    def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
+        model_dir = ctx.dir / "model"
+        if not self.private:
+            ctx.say("ε = ∞: training WITHOUT differential privacy; the output is NOT PRIVATE")
+        if not (model_dir / "dpft.json").exists():
+            gen = DPFineTuneGenerator(self.epsilon, self.delta, model=self.model,
+                                      config=self.config, metadata_fields=self.metadata,
+                                      code_values=self._declared(), checkpoint_dir=ctx.dir,
+                                      seed=ctx.seed, progress=ctx.progress)
+            gen.fit(corpus, base=self.base).save(model_dir)
+        gen = DPFineTuneGenerator.load(model_dir, base=self.base)
+        ctx.ledger.releases[:] = gen.ledger_.releases
+        return {"model": "model", "estimated_documents": round(gen.code_distribution_.total())}
+
+    def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
+        """Sampling from the DP model (post-processing), journaled chunk by chunk."""
+        gen = DPFineTuneGenerator.load(ctx.dir / state["model"], base=self.base)
+        n = self.documents or state["estimated_documents"]
+        journal = ctx.dir / "generated.jsonl"
+        done: list[dict] = []
+        if journal.exists():
+            done = [json.loads(x) for x in journal.read_text(encoding="utf-8").splitlines() if x]
+        rng = np.random.default_rng()  # secret: never saved
+        with journal.open("a", encoding="utf-8") as f:
+            while len(done) < n:
+                new = gen.generate(min(self.chunk, n - len(done)), sampling=self.sampling,
+                                   pplm=self.pplm, pplm_config=self.pplm_config,
+                                   rng=np.random.default_rng(int(rng.integers(2**31))))
+                for rec in new:
+                    f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                f.flush()
+                done.extend(new)
+        params = gen.report_parameters({"documents": n, "pplm": self.pplm,
+                                        "model": str(self.model or "smollm2-135m"),
+                                        "sampling": self.sampling.__dict__})
+        return Documents(records=done[:n], parameters=params, notes=gen.report_notes(),
+                         not_private=None if self.private else NOT_PRIVATE)

@@ -1,9 +1,10 @@
 """``pate``: PATE-style DP data augmentation (public LLM generator, teachers on disjoint
 shards, a student trained on GNMax votes, and a DP label-distribution tutor).
 
-See docs/pate.md for the algorithm and its privacy analysis; ``run_pate`` runs it.
+See docs/pate.md for the algorithm and its privacy analysis; ``PateGenerator`` is it
+behind the generator interface.
 """
 
-from dptext.generators.pate.run import BudgetHooks, PateConfig, run_dir_for, run_pate
+from dptext.generators.pate.run import PateConfig, PateGenerator
 
-__all__ = ["BudgetHooks", "PateConfig", "run_dir_for", "run_pate"]
+__all__ = ["PateConfig", "PateGenerator"]

@@ -1,0 +1,187 @@
+"""DP-KPS behind the generator interface: ``KeyphraseSeeder`` fits the releases and draws
+the keyphrase sequences (the released state); the LLM writes one document per sequence
+(post-processing). The LLM sees only the document type, the sequences and public
+few-shot examples."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dptext.corpus import Corpus
+from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
+from dptext.privacy import Release
+from dptext.privacy.labels import LABEL_SET_NOTE
+
+FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
+                 "are not part of the private corpus and are not covered by the guarantee.")
+LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and public "
+            "few-shot examples: the documents are post-processing of the DP release.")
+_PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
+           "delta", "vocab_noise", "kde_noise", "terms_per_doc", "vocab_size", "method",
+           "ensemble", "length", "features", "bandwidth", "sampling", "contrastive_keep",
+           "max_terms_per_doc", "windows_per_doc", "labels", "epsilon_labels",
+           "label_set_share", "epsilon_label_set", "vocab_noise_terms", "model", "select",
+           "mixture", "validation_share")
+
+
+def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
+    """The public parameters of a seeder, for the report (released choices only)."""
+    out = {n: v if isinstance(v := getattr(seeder, n), str | int | float | tuple | type(None))
+           else str(v) for n in _PUBLIC}
+    if getattr(seeder, "selection_", None):  # released choices only (no scores)
+        out["model_selection"] = dict(seeder.selection_)
+    return out
+
+
+def fit_seeder(corpus: Corpus, params: dict[str, Any], *, seed: int | None,
+               say: Callable[[str], None],
+               progress: Callable[[str], None] | None = None
+               ) -> tuple[KeyphraseSeeder, np.random.Generator]:
+    """Fit a KeyphraseSeeder (every DP-KPS release); returns it and the public rng the
+    sequences are drawn with."""
+    seeder = KeyphraseSeeder(**params)
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    seeder.fit(corpus, rng=rng, progress=progress)
+    n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
+    say(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
+        f"{len(seeder.released_vocabulary_)} released terms; "
+        f"{n_classes} {'class' if n_classes == 1 else 'classes'}"
+        + (f", {n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each"
+           if n_sketches else ""))
+    for line in seeder.summary_lines():
+        say(line)
+    return seeder, rng
+
+
+@dataclass
+class KPSGenerator(BaseGenerator):
+    """DP keyphrase prompt seeding: ``seeder`` holds KeyphraseSeeder's options (its
+    defaults where absent); ``per_class`` / ``documents`` size the output."""
+
+    name: ClassVar[str] = "kps"
+    NESTED: ClassVar = ("seeder", KeyphraseSeeder, True)
+    ALIASES: ClassVar = {"sequence_method": "method"}  # iterative or independent
+    resumable_fit: ClassVar[bool] = False  # one fit, all or nothing
+    POST_PROCESSING: ClassVar[tuple[str, ...]] = (
+        "document_type", "prompt_template", "max_tokens", "temperature", "top_p",
+        "min_coverage", "max_attempts", "clean", "max_retries")
+
+    epsilon: float | None = None  # total ε; None: the seeder's epsilon_vocab + epsilon_kde
+    delta: float = 1e-5
+    labels: tuple[str, ...] | None = None
+    per_class: int | None = None  # documents per class (default 100 without documents)
+    documents: int | None = None  # total documents, split by the DP label counts
+    seeder: dict[str, Any] = field(default_factory=dict)
+    document_type: str = "document"
+    prompt_template: str | None = None  # a file: text, or JSON with user/system
+    few_shot: str | None = None  # a file of PUBLIC examples (.jsonl or '---'-separated)
+    max_tokens: int = 400
+    temperature: float = 0.8
+    top_p: float = 0.95
+    min_coverage: float = 0.0
+    max_attempts: int = 3
+    clean: bool = True
+    max_retries: int = 6
+
+    # ------------------------------------------------------------------ options
+    def seeder_params(self) -> dict[str, Any]:
+        params = {**self.seeder, "delta": self.delta, "labels": self.labels}
+        if self.epsilon is not None:
+            if params.get("epsilon_vocab") is not None or params.get("epsilon_kde") is not None:
+                raise ValueError("give either epsilon or epsilon_vocab/epsilon_kde")
+            params["epsilon"] = self.epsilon
+        else:
+            params.setdefault("epsilon_vocab", 1.0)
+            params.setdefault("epsilon_kde", 5.0)
+        return params
+
+    def _prompting(self):
+        from dptext.llm import LLMError, PromptTemplate, load_few_shot
+        from dptext.llm.errors import TemplateError
+
+        try:
+            template = (PromptTemplate.from_file(Path(self.prompt_template))
+                        if self.prompt_template else PromptTemplate())
+            shots = tuple(load_few_shot(Path(self.few_shot))) if self.few_shot else ()
+        except (TemplateError, LLMError) as e:
+            raise ValueError(str(e)) from None
+        return template, shots
+
+    def validate(self) -> None:
+        if self.per_class is not None and self.documents is not None:
+            raise ValueError("give either documents per class or a total number of documents")
+        self.seeder_params()
+        self._prompting()  # everything the LLM will see is checked before any release
+
+    def check(self, corpus: Corpus) -> None:
+        """Refuse few-shot examples that are (parts of) private documents."""
+        def norm(s: str) -> str:
+            return " ".join(s.lower().split())
+
+        private = [norm(t) for t in corpus.texts]
+        for i, ex in enumerate(self._prompting()[1], 1):
+            e = norm(ex.text)
+            if len(e) >= 40 and any(e in p for p in private):
+                raise ValueError(f"few-shot example {i} appears in the private corpus; "
+                                 "few-shot examples must be public documents, never private "
+                                 "records")
+
+    # ------------------------------------------------------------------ the run
+    def plan(self, info: CorpusInfo) -> list[Release]:
+        return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled)
+
+    def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
+        seeder, rng = fit_seeder(corpus, self.seeder_params(), seed=ctx.seed, say=ctx.say)
+        ctx.ledger.releases.extend(seeder.ledger_.releases)
+        per_class = self.per_class
+        if per_class is None and self.documents is None:
+            per_class = 100
+        seqs = seeder.sample(per_class, total=self.documents, rng=rng)
+        ctx.say(f"drew {len(seqs)} DP keyphrase sequences")
+        notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
+        return {"sequences": [s.to_dict() for s in seqs],
+                "parameters": seeder_parameters(seeder), "notes": notes}
+
+    def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
+        from dptext.llm import (
+            DocumentOptions,
+            PromptBuilder,
+            RetryPolicy,
+            SamplingParams,
+            generate_documents,
+        )
+
+        seqs = [KeyphraseSequence.from_dict(d) for d in state["sequences"]]
+        template, shots = self._prompting()
+        builder = PromptBuilder(self.document_type, template, shots,
+                                SamplingParams(self.max_tokens, self.temperature, self.top_p))
+        opts = DocumentOptions(clean=self.clean, min_coverage=self.min_coverage or None,
+                               max_attempts=self.max_attempts, concurrency=ctx.concurrency,
+                               seed=ctx.llm_seed, progress=ctx.progress,
+                               retry=RetryPolicy(max_retries=self.max_retries))
+        ctx.say(f"writing {len(seqs)} documents with {ctx.llm.identity}")
+        docs = generate_documents(seqs, ctx.llm, builder, opts, ctx.journal, ctx.cache,
+                                  ctx.stats)
+        covered = sum(d.coverage for d in docs) / max(len(docs), 1)
+        stats = ctx.stats
+        params = {**state["parameters"], "llm": ctx.llm.identity,
+                  "document_type": self.document_type, "prompt_template": template.source,
+                  "few_shot": self.few_shot, "max_tokens": self.max_tokens,
+                  "temperature": self.temperature, "top_p": self.top_p,
+                  "min_coverage": self.min_coverage, "llm_calls": stats.computed
+                  + stats.from_journal + stats.from_cache}
+        return Documents(
+            records=[d.to_dict() for d in docs], parameters=params,
+            notes=[*state["notes"], LLM_NOTE, *([FEW_SHOT_NOTE] if shots else [])],
+            summary=[f"mean keyphrase coverage {covered:.0%} ({stats.computed} generated, "
+                     f"{stats.from_journal} from the journal, {stats.from_cache} from the "
+                     f"cache, {stats.retries} retries)", stats.quality_summary()],
+            document_type=self.document_type)

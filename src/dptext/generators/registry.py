@@ -1,0 +1,34 @@
+"""The generators by name: one line each. A new generator is one module under
+``generators/`` implementing ``generators.base.Generator`` and one line here
+(docs/architecture.md)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+GENERATORS: dict[str, str] = {
+    "kps": "dptext.generators.kps_generator:KPSGenerator",
+    "augpe": "dptext.generators.augpe.generator:AugPEGenerator",
+    "pate": "dptext.generators.pate.run:PateGenerator",
+    "dpft": "dptext.generators.dpft.run:DPFTGenerator",
+}
+
+
+def register(name: str, target: str) -> None:
+    """Add a generator (``"package.module:Class"``), e.g. from a plugin or a test."""
+    GENERATORS[name] = target
+
+
+def generator_class(name: str):
+    try:
+        module, _, cls = GENERATORS[name].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; use one of "
+                         + ", ".join(sorted(GENERATORS))) from None
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_generator(name: str, **options: Any):
+    """The generator ``name`` with ``options`` (its dataclass fields; see its docstring)."""
+    return generator_class(name).from_options(**options)

@@ -1,0 +1,200 @@
+"""The run engine: one way to run every generator (``dptext.synthesize`` and every CLI
+command that writes documents call it).
+
+Order of a new run: read the corpus; ``plan`` → the budget is checked and charged (the
+run is refused here, before any model is loaded or release made); ``fit`` → every release,
+saved with the ledger before the documents are made; ``documents`` → post-processing; the
+output JSONL, the privacy report and the release folder. ``resume=True`` continues a run
+from its folder: saved releases are reused (no new noise), journaled prompts are not
+repeated, and the private corpus is read again only while a release is still to be made.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dptext.corpus import Corpus, read_corpus, write_jsonl
+from dptext.generators.base import CorpusInfo, Documents, RunContext
+from dptext.llm.models import DEFAULT_LOCAL_MODEL
+from dptext.privacy import PrivacyLedger
+from dptext.privacy.budget import settle_run
+from dptext.reporting import build_report, mark_not_private, report_path, write_report
+from dptext.run import budget as run_budget
+from dptext.run.folder import FITTED, RunFolder
+from dptext.run.release import write_release
+
+DEFAULT_LLM = f"local:{DEFAULT_LOCAL_MODEL}"
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """Where the private corpus comes from: a path (any format ``read_corpus`` reads, or
+    ``demo:NAME``) with its reading options, or a ``Corpus`` already in memory."""
+
+    input: str | Path | Corpus
+    text_column: str = "text"
+    label_column: str | None = None
+    format: str | None = None
+    encoding: str = "utf-8"
+    skip_invalid: bool = False
+
+    def read(self, extra_columns: tuple[str, ...] = ()) -> Corpus:
+        if isinstance(self.input, Corpus):
+            return self.input
+        return read_corpus(self.input, text_column=self.text_column,
+                           label_column=self.label_column, fmt=self.format,
+                           encoding=self.encoding, skip_invalid=self.skip_invalid,
+                           extra_columns=extra_columns)
+
+    def config(self) -> dict[str, Any]:
+        """What resume compares (an in-memory corpus by its source name only)."""
+        src = self.input.source if isinstance(self.input, Corpus) else str(self.input)
+        return {"input": src, "text_column": self.text_column,
+                "label_column": self.label_column, "format": self.format,
+                "skip_invalid": self.skip_invalid}
+
+    @property
+    def name(self) -> str | None:
+        return None if isinstance(self.input, Corpus) else str(self.input)
+
+
+@dataclass
+class RunResult:
+    documents: list[dict[str, Any]]
+    report: dict[str, Any]
+    ledger: PrivacyLedger
+    out: Path
+    report_path: Path
+    release_dir: Path
+    summary: list[str]
+    stats: Any = None
+
+
+def _backend(llm, llm_options: dict | None):
+    """(backend, owned): a spec string is made here (and closed by the engine)."""
+    if llm is None or not isinstance(llm, str):
+        return llm, False
+    from dptext.llm import LLMError, make_backend
+
+    try:
+        return make_backend(llm, **(llm_options or {})), True
+    except LLMError as e:
+        raise ValueError(str(e)) from None
+
+
+def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
+        llm_options: dict | None = None, resume: bool = False,
+        budget: run_budget.BudgetOptions | None = None, concurrency: int = 4,
+        cache: bool = True, progress: bool = True, seed: int | None = None,
+        say: Callable[[str], None] = lambda msg: None,
+        announce: Callable[[Corpus], None] | None = None) -> RunResult:
+    """Run (or with ``resume``, continue) ``generator`` on ``source``; write ``out``
+    (JSONL), its privacy report and its release folder."""
+    from dptext.llm import Journal, LLMError, PromptCache, RunStats
+
+    out = Path(out)
+    generator.validate()
+    budget = budget or run_budget.BudgetOptions()
+    folder = RunFolder(out, generator.name)
+    config = {**source.config(), "method": generator.name,
+              "release": generator.release_options(), "seed": seed}
+    saved = None
+    if folder.started():
+        if not resume:
+            raise ValueError(f"{folder.dir} exists from an earlier run: pass --resume to "
+                             "continue it, or remove it to start a new one")
+        saved = folder.load()
+        if seed is None:
+            config["seed"] = saved["config"].get("seed")
+        changed = folder.changed(saved, config)
+        if changed:
+            raise ValueError(f"--resume: {', '.join(changed)} differ from the interrupted "
+                             f"run in {folder.dir}; use the same options and data, or remove "
+                             "that folder to start a new run (new DP noise, charged again)")
+        if saved["status"] != FITTED and not getattr(generator, "resumable_fit", True):
+            raise ValueError(f"{folder.dir}: the run stopped while making its releases "
+                             "(they are charged to the corpus); remove the folder to start a "
+                             "new run")
+        say(f"resuming {folder.dir}: saved releases are reused, no new DP noise")
+    elif folder.leftovers():
+        raise ValueError(f"{folder.dir} holds no started run (an earlier run stopped before "
+                         "its first release); remove it to start a new run")
+
+    backend, owned = _backend(llm if generator.uses_llm else None, llm_options)
+    ledger = folder.ledger(generator.epsilon if generator.private else None)
+    ctx = RunContext(dir=folder.generator_dir, ledger=ledger,
+                     save_ledger=lambda: folder.save_ledger(ctx.ledger), llm=backend,
+                     journal=Journal(folder.journal), cache=PromptCache.default() if cache
+                     else None, concurrency=concurrency, progress=progress, seed=seed,
+                     say=say, stats=RunStats())
+    try:
+        if saved is None or saved["status"] != FITTED:
+            saved = _fit(generator, source, folder, ctx, config, saved, budget, say,
+                         announce)
+            state = folder.state()
+        else:
+            state = folder.state()
+        ctx.llm_seed = saved["llm_seed"] or 0
+        started = time.perf_counter()
+        docs: Documents = generator.write_documents(state, ctx)
+    except LLMError as e:
+        raise ValueError(f"{e}\n(finished work is kept in {folder.dir}; re-run the same "
+                         "command with --resume)") from None
+    finally:
+        if owned:
+            backend.close()
+    elapsed = time.perf_counter() - started
+    return _write_outputs(generator, out, docs, ctx, saved, elapsed)
+
+
+def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, config: dict,
+         saved: dict | None, budget: run_budget.BudgetOptions, say, announce) -> dict:
+    """Read the corpus, charge the plan (a new run), make every release and save them."""
+    corpus = source.read(generator.columns())
+    (announce or (lambda c: say(f"read {c.source}")))(corpus)
+    generator.check(corpus)
+    command = f"generate --method {generator.name}"
+    if saved is None:
+        planned = generator.plan(CorpusInfo(labelled=corpus.labels is not None))
+        charged, run_id = run_budget.charge(
+            corpus, budget, planned, command=command,
+            parameters={"method": generator.name, **config["release"]}, input=source.name,
+            say=say)
+        llm_seed = (None if not generator.uses_llm else config["seed"]
+                    if config["seed"] is not None else secrets.randbits(31))
+        saved = folder.start(config, llm_seed=llm_seed,
+                             budget={"run_id": run_id, "dataset_id": charged.dataset_id,
+                                     "entry": charged.report_entry()})
+    ctx.llm_seed = saved["llm_seed"] or 0
+    state = generator.fit(corpus, ctx)
+    folder.save_ledger(ctx.ledger)
+    folder.save_state(state)
+    if generator.private:  # the releases made replace the charged plan (never more)
+        settle_run(run_budget.reopen(corpus, saved["budget"]["dataset_id"]),
+                   saved["budget"]["run_id"], ctx.ledger.releases)
+    del corpus  # nothing below touches private data
+    folder.mark_fitted(saved)
+    return saved
+
+
+def _write_outputs(generator, out: Path, docs: Documents, ctx: RunContext, saved: dict,
+                   elapsed: float) -> RunResult:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(docs.records, out)
+    report = build_report(ctx.ledger, command=f"generate --method {generator.name}",
+                          parameters={"method": generator.name, **docs.parameters},
+                          notes=docs.notes)
+    if docs.not_private:
+        mark_not_private(report, docs.not_private)
+    report["budget"] = saved["budget"]["entry"]
+    path = write_report(report, report_path(out))
+    release = write_release(out, docs.records, report, method=generator.name,
+                            document_type=docs.document_type)
+    summary = [f"wrote {len(docs.records)} documents to {out} in {elapsed:.0f} s",
+               *docs.summary]
+    return RunResult(docs.records, report, ctx.ledger, out, path, release, summary, ctx.stats)
