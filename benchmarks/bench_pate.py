@@ -25,6 +25,7 @@ teachers, downstream scores) runs beside them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -35,8 +36,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from dptext.generators.pate import PateConfig, run_pate
+from dptext.generators.pate import PateConfig, PateGenerator
 from dptext.llm import PromptCache, SamplingParams
+from dptext.run import CorpusSource, run, run_dir_for
 from record import markdown_table, record
 from synthetic_protocol import (
     BENCH_LLM,
@@ -80,9 +82,11 @@ def pate_row(data: BenchData, eps: float, per_class: int, teachers: int, args, w
                      sampling=SamplingParams(max_tokens=data.max_tokens))
     started = time.perf_counter()
     with llm_lock(args.llm_lock):  # the candidates; the votes are quick once embedded
-        report = run_pate(lambda: data.train, out, cfg, shared_backend(), resume=True,
-                          cache=PromptCache(work / "llm-cache.jsonl"), concurrency=1,
-                          progress=True, embedder=emb)
+        # the run folder's journal makes a row resumable
+        report = run(PateGenerator(dataclasses.replace(cfg, embedder=emb)),
+                     CorpusSource(data.train), out, llm=shared_backend(),
+                     cache=PromptCache(work / "llm-cache.jsonl"),
+                     resume=run_dir_for(out).exists(), concurrency=1, progress=True).report
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     score = downstream([d["text"] for d in docs], [d["label"] for d in docs], data)
     p = report["parameters"]
@@ -94,8 +98,8 @@ def pate_row(data: BenchData, eps: float, per_class: int, teachers: int, args, w
 
 def floor_row(data: BenchData, pate_out: Path, counts: list[int], seed: int) -> dict:
     """Random candidates per label in the given counts: the public generator alone."""
-    run = pate_out.with_name(pate_out.name + ".run")
-    cands = [json.loads(x) for x in (run / "candidates.jsonl").read_text().splitlines()]
+    cands = [json.loads(x) for x in
+             (run_dir_for(pate_out) / "pate" / "candidates.jsonl").read_text().splitlines()]
     rng = np.random.default_rng(seed)
     texts, labels = [], []
     for label, n in zip(data.classes, counts, strict=True):

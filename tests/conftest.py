@@ -44,3 +44,15 @@ def tiny():
     from dptext.generators.dpft.model import tiny_model
 
     return tiny_model
+
+
+@pytest.fixture
+def offline_datasets(tmp_path, monkeypatch):
+    """``datasets`` with its cache in tmp_path and no hub (none is reachable)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    import datasets
+
+    return datasets

@@ -152,7 +152,7 @@ def test_cli_generate_method_augpe_end_to_end_and_resume(corpus, tmp_path):
     assert len(rows) == 4 and {r["label"] for r in rows} == set(small.labels)
     report = json.loads((tmp_path / "syn.privacy.json").read_text())
     assert report["guarantee"]["epsilon"] <= 4.0
-    assert report["parameters"]["prompts"] == 4 * 10  # N·(1 + T), T = 9
+    assert report["parameters"]["llm_calls"] == 4 * 10  # N·(1 + T), T = 9
     assert report["parameters"]["class_names_in_prompts"] is False
     assert not any("LEAKS" in a for a in report["assumptions"])
     # --resume of a finished run: no prompt, no new release, no second budget charge
@@ -162,7 +162,7 @@ def test_cli_generate_method_augpe_end_to_end_and_resume(corpus, tmp_path):
         report["releases"]
     read = read_corpus(tmp_path / "c.csv", label_column="label")
     runs = CorpusBudget.open(corpus_fingerprint(read.texts, read.labels)).runs
-    assert [r["command"] for r in runs] == ["augpe"]
+    assert [r["command"] for r in runs] == ["generate --method augpe"]
     # without --resume an existing run directory is refused
     assert CliRunner().invoke(app, args).exit_code == 2
 
@@ -208,7 +208,7 @@ def test_cli_augpe_releases_the_label_set_when_labels_are_not_declared(tmp_path)
     assert report["guarantee"]["epsilon"] <= 4.0 and report["guarantee"]["delta"] <= 1e-5
     assert any("partition selection" in a for a in report["assumptions"])
     assert {json.loads(x)["label"] for x in out.read_text().splitlines()} == {"sports", "tech"}
-    saved = json.loads((tmp_path / "syn.jsonl.run" / "label_set.json").read_text())
+    saved = json.loads((tmp_path / "syn.jsonl.run" / "augpe" / "label_set.json").read_text())
     assert saved["label_set"]["values"]["label"] == ["sports", "tech"]
     assert "rareward" not in (tmp_path / "syn.privacy.json").read_text()
     res = CliRunner().invoke(app, [*args, "--resume"])

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from dptext.corpus import Corpus
-from dptext.llm import LLMError, SamplingParams
+from dptext.llm import LLMError
 from dptext.llm.recording import RecordingBackend
 from dptext.privacy import BudgetExceededError, NoiseSpec, PrivacyLedger, Sensitivity, compose
 from dptext.privacy import release as dp_release
@@ -66,37 +66,28 @@ def _corpus() -> Corpus:
     return Corpus(tuple(texts), tuple(["sport"] * 12 + ["business"] * 12))
 
 
-def test_pate_charges_the_plan_before_its_first_release(tmp_path, monkeypatch):
-    from dptext.cli import options as o
-    from dptext.generators.pate import BudgetHooks, PateConfig, run_pate
+def test_a_run_that_dies_after_its_first_release_stays_charged(tmp_path, monkeypatch):
+    import dptext
 
     def no_model(*a, **k):
         raise AssertionError("a model was loaded")
 
     monkeypatch.setattr("dptext.embed.load_embedder", no_model)
     corpus = _corpus()
-
-    def hooks(total):
-        return BudgetHooks(lambda c, planned: o.charge_plan(
-            c, total, planned, False, command="pate", parameters={}))
-
-    def cfg(eps):
-        return PateConfig(epsilon=eps, documents=4, teachers=4, labels=("business", "sport"),
-                          sampling=SamplingParams(20, 0.8, 0.95))
-
+    options = dict(documents=4, teachers=4, labels=("business", "sport"), max_tokens=20)
     # the first run dies at its first LLM call, after its first release: still charged
     with pytest.raises(LLMError):
-        run_pate(lambda: corpus, tmp_path / "a.jsonl", cfg(4.0), _Dead(), progress=False,
-                 budget=hooks(4.2))
+        dptext.synthesize(corpus, "pate", out=tmp_path / "a.jsonl", epsilon=4.0,
+                          llm=_Dead(), budget_total=4.2, **options)
     budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
-    assert [r["command"] for r in budget.runs] == ["pate"]
+    assert [r["command"] for r in budget.runs] == ["generate --method pate"]
     assert 3.99 <= budget.spent().epsilon <= 4.0 + 1e-9
     # a second run at ε = 2 would bring the corpus to about 6 > 4.2: refused before any
     # release, LLM call or model
     backend = RecordingBackend()
     with pytest.raises(BudgetExceededError, match="budget exceeded"):
-        run_pate(lambda: corpus, tmp_path / "b.jsonl", cfg(2.0), backend, progress=False,
-                 budget=hooks(None))
+        dptext.synthesize(corpus, "pate", out=tmp_path / "b.jsonl", epsilon=2.0,
+                          llm=backend, **options)
     assert backend.prompts == [] and not (tmp_path / "b.jsonl.run").exists()
     assert len(CorpusBudget.open(budget.fingerprint).runs) == 1
 
@@ -137,7 +128,7 @@ def test_dpkps_charges_the_plan_before_its_first_release(tmp_path, monkeypatch, 
     import pandas as pd
     from typer.testing import CliRunner
 
-    import dptext.cli.keyphrases as kcli
+    import dptext.generators.kps_generator as kcli
     from dptext.cli import app
     from dptext.corpus import read_corpus
 

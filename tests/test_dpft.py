@@ -277,14 +277,14 @@ def test_real_smollm2_through_the_cli(tmp_path):
 def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     import json
 
+    from dpft_helpers import dpft_dir, run_dpft
     from dptext.generators.dpft import DPFTConfig, SamplingConfig
-    from dptext.generators.dpft.run import run_dir_for, run_dpft
     from dptext.reporting import report_path
 
     out = tmp_path / "synth.jsonl"
     kw = dict(epsilon=8.0, n_documents=5, config=DPFTConfig(epochs=0.3, batch_size=8,
                                                             max_length=16),
-              sampling=SamplingConfig(max_new_tokens=4), seed=0, progress=False, chunk=2,
+              sampling=SamplingConfig(max_new_tokens=4), seed=0, chunk=2,
               code_values={"label": DECLARED["label"]})
     rep = run_dpft(_corpus(), out, base=tiny(), **kw)
     lines = [json.loads(x) for x in out.read_text().splitlines()]
@@ -293,9 +293,9 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     assert saved["guarantee"]["epsilon"] == pytest.approx(rep["guarantee"]["epsilon"])
     assert saved["guarantee"]["epsilon"] <= 8.0
     # an interrupted generation continues: drop the last journal lines and re-run
-    journal = run_dir_for(out) / "generated.jsonl"
+    journal = dpft_dir(out) / "generated.jsonl"
     journal.write_text("".join(x + "\n" for x in journal.read_text().splitlines()[:2]))
-    run_dpft(_corpus(), out, base=tiny(), **kw)
+    run_dpft(_corpus(), out, base=tiny(), resume=True, **kw)
     assert [json.loads(x) for x in out.read_text().splitlines()][:2] == lines[:2]
     assert len(out.read_text().splitlines()) == 5
 
@@ -312,24 +312,29 @@ def test_cli_lists_dpft_and_generate_needs_epsilon(tmp_path):
     assert res.exit_code != 0 and "--epsilon" in res.output
 
 
-def test_generate_method_dpft_calls_run_dpft(tmp_path, monkeypatch):
-    import json
+def _capture_run(monkeypatch) -> dict:
+    """Replace the run engine: record the generator and the corpus a command passes."""
+    from dptext.run import RunResult
 
+    seen: dict = {}
+
+    def fake(generator, source, out, **kw):
+        seen.update(generator=generator, n=len(source.read(generator.columns())), **kw)
+        return RunResult([], {"parameters": {}, "releases": [], "assumptions": [],
+                              "guarantee": {"summary": "x", "method": "y"}}, None, out,
+                         out, out, [])
+
+    monkeypatch.setattr("dptext.run.run", fake)
+    return seen
+
+
+def test_generate_method_dpft_passes_its_options_on(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import dptext.generators.dpft.run as run_mod
     from dptext.cli import app
     from dptext.corpus import write_jsonl
 
-    seen = {}
-
-    def fake(corpus, out, **kw):
-        seen.update(kw, n=len(corpus), out=out)
-        return {"parameters": {"documents": kw["n_documents"]},
-                "releases": [], "assumptions": [],
-                "guarantee": {"summary": "x", "method": "y"}}
-
-    monkeypatch.setattr(run_mod, "run_dpft", fake)
+    seen = _capture_run(monkeypatch)
     c = _corpus(6)
     write_jsonl(({"text": t, "label": y} for t, y in zip(c.texts, c.labels, strict=True)),
                 tmp_path / "in.jsonl")
@@ -339,10 +344,10 @@ def test_generate_method_dpft_calls_run_dpft(tmp_path, monkeypatch):
         "-o", str(tmp_path / "o.jsonl"), "--total-sequences", "3", "--no-progress",
         "--labels", "sport,business"])
     assert res.exit_code == 0, res.output
-    assert seen["epsilon"] == 4.0 and seen["delta"] == 1e-6 and seen["n_documents"] == 3
-    assert seen["n"] == 6
-    assert seen["code_values"] == {"label": ("sport", "business")}  # --labels reaches dpft
-    json.dumps(seen, default=str)
+    gen = seen["generator"]
+    assert gen.name == "dpft" and gen.epsilon == 4.0 and gen.delta == 1e-6
+    assert gen.documents == 3 and seen["n"] == 6
+    assert gen.labels == ("sport", "business")  # --labels reaches dpft
 
 
 def test_canary_scores_match_direct_likelihood(tiny):
@@ -426,18 +431,10 @@ def test_dpft_imports_llm_only_in_the_icl_reference():
 def test_dpft_cli_declares_labels_and_code_values(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import dptext.generators.dpft.run as run_mod
     from dptext.cli import app
     from dptext.corpus import write_jsonl
 
-    seen = {}
-
-    def fake(corpus, out, **kw):
-        seen.update(kw)
-        return {"parameters": {"documents": 1}, "releases": [], "assumptions": [],
-                "guarantee": {"summary": "x", "method": "y"}}
-
-    monkeypatch.setattr(run_mod, "run_dpft", fake)
+    seen = _capture_run(monkeypatch)
     c = _corpus(6)
     write_jsonl(({"text": t, "label": y, "sex": s} for t, y, s in
                  zip(c.texts, c.labels, c.columns["sex"], strict=True)), tmp_path / "in.jsonl")
@@ -446,9 +443,11 @@ def test_dpft_cli_declares_labels_and_code_values(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, [*base, "--labels", "sport,business",
                                    "--code-values", "sex=F,M"])
     assert res.exit_code == 0, res.output
-    assert seen["code_values"] == {"sex": ("F", "M"), "label": ("sport", "business")}
+    assert seen["generator"]._declared() == {"sex": ("F", "M"),
+                                             "label": ("sport", "business")}
     res = CliRunner().invoke(app, base)
-    assert res.exit_code == 0 and seen["code_values"] is None  # released as a DP label set
+    # released as a DP label set
+    assert res.exit_code == 0 and seen["generator"]._declared() is None
     for bad in ("sex", "age=1,2", "sex="):
         res = CliRunner().invoke(app, [*base, "--code-values", bad])
         assert res.exit_code == 2, bad

@@ -87,9 +87,10 @@ def _float_patterns(values) -> list[bytes]:
 
 def test_a_run_folder_holds_no_seed_no_generator_state_and_no_loss(tiny, tmp_path,
                                                                    monkeypatch):
+    from dpft_helpers import dpft_dir, run_dpft
     from dptext.generators.dpft import DPFTConfig, SamplingConfig
-    from dptext.generators.dpft.run import run_dir_for, run_dpft
     from dptext.generators.dpft.train import DPFTModule
+    from dptext.run import run_dir_for
 
     losses: list[float] = []
     forward = DPFTModule.forward
@@ -114,20 +115,20 @@ def test_a_run_folder_holds_no_seed_no_generator_state_and_no_loss(tiny, tmp_pat
     out = tmp_path / "synth.jsonl"
     cfg = DPFTConfig(epochs=1.0, batch_size=8, max_length=16, checkpoint_every=1)
     run_dpft(_corpus(), out, epsilon=8.0, n_documents=3, config=cfg, base=tiny(),
-             code_values=LABELS, sampling=SamplingConfig(max_new_tokens=4), seed=0,
-             progress=False)
+             code_values=LABELS, sampling=SamplingConfig(max_new_tokens=4), seed=0)
     assert losses and len(generators) == 2  # the sampler and the noise
     patterns = _float_patterns(losses)
     for g, initial in generators:  # 64 bytes of each generator's words, first and last
         patterns += [initial[24:88], bytes(g.get_state().tolist())[24:88]]
-    files = [p for p in [out, *out.parent.glob("*.json"), *run_dir_for(out).rglob("*")]
-             if p.is_file()]
+    release = out.with_name(out.stem + ".release")
+    files = [p for p in [out, *out.parent.glob("*.json"), *run_dir_for(out).rglob("*"),
+                         *release.rglob("*")] if p.is_file()]
     assert any(p.name == "train_state.pt" for p in files)
     for p in files:
         data = p.read_bytes()
         leaked = [x for x in patterns if x in data]
         assert not leaked, f"{p.name} holds a secret seed or a batch loss: {leaked[:3]}"
-    plan = json.loads((run_dir_for(out) / "plan.json").read_text())
+    plan = json.loads((dpft_dir(out) / "plan.json").read_text())
     assert "seed" not in plan["plan"]
 
 
@@ -207,7 +208,7 @@ def test_dpft_charges_the_corpus_before_any_model_is_loaded(tiny, tmp_path, monk
     r = _dpft_cli(path, tmp_path / "a.jsonl", "4", "--budget-total", "4.2")
     assert r.exit_code == 0, r.output
     budget = _runs(path)
-    assert [run["command"] for run in budget.runs] == ["dpft"]
+    assert [run["command"] for run in budget.runs] == ["generate --method dpft"]
     # charged as a (4, δ) block up front, then settled to the releases the run made
     assert [r["mechanism"] for r in budget.runs[0]["releases"]] == ["gaussian", "dp-sgd"]
     assert 3.9 < budget.spent().epsilon <= 4.0

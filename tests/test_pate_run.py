@@ -12,9 +12,10 @@ import pytest
 pytest.importorskip("dptext.embed", reason="needs dptext.embed")
 
 from cli_output import said
-from dptext.generators.pate import PateConfig, run_pate
+from dptext.generators.pate import PateConfig, PateGenerator
 from dptext.llm import LLMError, SamplingParams
 from dptext.llm.recording import RecordingBackend
+from dptext.run import CorpusSource, run
 from test_generate import (  # the canary corpus and helpers of the generate tests
     CANARY_SENTENCES,
     CANARY_WORDS,
@@ -45,9 +46,16 @@ class DyingBackend(RecordingBackend):
 
 
 def _all_run_text(out) -> str:
-    run = out.with_name(out.name + ".run")
-    files = [out, out.with_name(out.stem + ".privacy.json"), *sorted(run.iterdir())]
+    folders = (out.with_name(out.name + ".run"), out.with_name(out.stem + ".release"))
+    files = [out, out.with_name(out.stem + ".privacy.json"),
+             *(f for d in folders for f in sorted(d.rglob("*"))
+               if f.is_file() and f.suffix != ".parquet")]
     return "\n".join(f.read_text(encoding="utf-8") for f in files).lower()
+
+
+def run_pate(corpus, out, cfg, backend, *, resume=False):
+    return run(PateGenerator(cfg), CorpusSource(corpus), out, llm=backend, resume=resume,
+               progress=False).report
 
 
 def _canaries_in_larger_classes():
@@ -69,26 +77,26 @@ def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
     # histogram keeps them out)
     cfg = PateConfig(epsilon=4.0, documents=10, candidates_per_doc=3, teachers=8,
                      max_queries=20, vocab=_vocab_file(tmp_path), vocab_size=300,
-                     document_type="medical record", seed=3,
+                     document_type="medical record", seed=3, embedder=emb,
                      sampling=SamplingParams(max_tokens=60))
     out = tmp_path / "pate.jsonl"
     with pytest.raises(LLMError):
-        run_pate(lambda: corpus, out, cfg, DyingBackend(12), embedder=emb, progress=False)
+        run_pate(corpus, out, cfg, DyingBackend(12))
     run = tmp_path / "pate.jsonl.run"
-    assert not (run / "votes.json").exists() and not out.exists()
-    first = {f: (run / f).read_text() for f in ("ledger.json", "released.json", "run.json")}
-    assert json.loads(first["released.json"])["label_set"]["values"]["label"] == sorted(
+    assert not (run / "pate" / "votes.json").exists() and not out.exists()
+    first = {f: (run / f).read_text() for f in ("ledger.json", "pate/released.json")}
+    first["released.json"] = first.pop("pate/released.json")
+    assert json.loads(first["released.json"])["released"]["label_set"]["values"]["label"] == sorted(
         set(corpus.labels))
     assert len((run / "journal.jsonl").read_text().splitlines()) == 12
 
     with pytest.raises(ValueError, match="--resume"):
-        run_pate(lambda: corpus, out, cfg, RecordingBackend(), embedder=emb, progress=False)
+        run_pate(corpus, out, cfg, RecordingBackend())
     rec = RecordingBackend()
-    report = run_pate(lambda: corpus, out, cfg, rec, embedder=emb, progress=False,
-                      resume=True)
+    report = run_pate(corpus, out, cfg, rec, resume=True)
     assert len(rec.prompts) == 30 - 12  # finished prompts are not repeated
-    for f in ("released.json", "run.json"):  # the saved first release is reused as is
-        assert (run / f).read_text() == first[f]
+    # the saved first release is reused as is
+    assert (run / "pate" / "released.json").read_text() == first["released.json"]
     ledger = json.loads((run / "ledger.json").read_text())["releases"]
     saved = json.loads(first["ledger.json"])["releases"]
     assert saved[0]["name"] == "label set" and saved[0]["threshold_delta"] > 0
@@ -105,7 +113,7 @@ def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
     assert len(docs) == 10 and {d["label"] for d in docs} <= set(corpus.labels)
 
     # the privacy boundary: nothing private in any prompt, output or run-directory file
-    released = set(json.loads(first["released.json"])["vocabulary"])
+    released = set(json.loads(first["released.json"])["released"]["vocabulary"])
     prompts = [p.text().lower() for p in rec.prompts]
     everything = _all_run_text(out)
     for sentence in CANARY_SENTENCES:
@@ -149,7 +157,7 @@ def test_generate_method_pate_end_to_end(tmp_path, monkeypatch):
     everything = _all_run_text(out)
     assert not any(s.lower() in everything for s in CANARY_SENTENCES)
     assert not any(w in everything for w in CANARY_WORDS)
-    assert "Guarantee of this run" in said(r.output) and "(40 LLM calls)" in said(r.output)
+    assert "Guarantee of this run" in said(r.output) and "40 LLM calls" in said(r.output)
     # a completed run refuses to start again without --resume, and resumes for free
     assert _cli(args).exit_code == 2
     r = _cli([*args, "--resume"])

@@ -57,18 +57,6 @@ def _front_matter(card: str) -> dict:
     return yaml.safe_load(card.split("---\n")[1])
 
 
-@pytest.fixture
-def offline_datasets(tmp_path, monkeypatch):
-    """``datasets`` with its cache in tmp_path and no hub."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
-    import datasets
-
-    return datasets
-
-
 def test_release_folder_loads_and_states_the_guarantee(tmp_path, offline_datasets):
     report = _report()
     folder = write_release(tmp_path / "synthetic.jsonl", RECORDS, report, method="kps",

@@ -4,7 +4,7 @@ The real code runs: ``plan_noise`` splits (ε, δ) between the tutor and the vot
 default shares, ``deduplicate`` and ``shard_of`` (keyed hash) place documents in teacher
 shards, ``teacher_votes`` trains the teachers and counts their votes, ``gnmax`` releases
 them, and the tutor's histogram goes through ``release`` with ``TUTOR_SENSITIVITY`` as in
-``run_pate``. D' adds one adversarial document, chosen so that it lands in a shard of its
+``PateGenerator``. D' adds one adversarial document, chosen so that it lands in a shard of its
 own and sits on the queried candidate: its teacher's vote moves from "public" to its
 class (the stated √2 per query), and its class count moves by 1.
 

@@ -238,20 +238,25 @@ def run_generator(method: str, options: dict, source, out: Path, *, llm: str | N
     """Every command that writes documents: the generator ``method`` with ``options``
     through the run engine; then the summary, the privacy report and where things are."""
     from dptext.generators.registry import make_generator
+    from dptext.llm import LLMError
     from dptext.reporting import print_report
-    from dptext.run import DEFAULT_LLM, BudgetOptions, run
+    from dptext.run import DEFAULT_LLM, BudgetOptions, run, run_dir_for
 
     with user_errors():
         try:
             generator = make_generator(method, **options)
         except TypeError as e:
             raise ValueError(str(e)) from None
-        result = run(generator, source, out, llm=llm or DEFAULT_LLM, llm_options=llm_options,
-                     resume=resume,
-                     budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
-                     concurrency=concurrency, cache=cache, progress=progress, seed=seed,
-                     say=lambda msg: console.print(escape(msg), soft_wrap=True),
-                     announce=announce_corpus)
+        try:
+            result = run(generator, source, out, llm=llm or DEFAULT_LLM,
+                         llm_options=llm_options, resume=resume,
+                         budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
+                         concurrency=concurrency, cache=cache, progress=progress, seed=seed,
+                         say=lambda msg: console.print(escape(msg), soft_wrap=True),
+                         announce=announce_corpus)
+        except LLMError as e:
+            raise ValueError(f"{e}\n(finished work is kept in {run_dir_for(out)}; re-run the "
+                             "same command with --resume)") from None
     for line in result.summary:
         console.print(escape(line), soft_wrap=True)
     print_report(result.report, console)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dptext.files import finite_json
+
 REAL_COLOUR, SYN_COLOUR, CEIL_COLOUR = "#4C72B0", "#DD8452", "#55A868"
 
 
@@ -30,21 +32,14 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def _clean(o):
-    """NaN/inf -> None so that metrics.json is strict JSON."""
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_clean(v) for v in o]
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o
+def _strict(metrics: dict) -> dict:
+    """Plain JSON values, NaN/inf as None (metrics.json is strict JSON)."""
+    return finite_json(json.loads(json.dumps(metrics, default=_json_default)))
 
 
 def write_metrics(metrics: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_clean(json.loads(json.dumps(metrics, default=_json_default))), indent=2,
-                      ensure_ascii=False, allow_nan=False)
+    text = json.dumps(_strict(metrics), indent=2, ensure_ascii=False, allow_nan=False)
     path.write_text(text + "\n", encoding="utf-8")
 
 
@@ -390,6 +385,5 @@ def write_report(metrics: dict, out_dir: str | Path) -> tuple[Path, Path]:
     metrics.setdefault("created", _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"))
     mpath, hpath = out / "metrics.json", out / "report.html"
     write_metrics(metrics, mpath)
-    hpath.write_text(render_html(_clean(json.loads(json.dumps(metrics, default=_json_default)))),
-                     encoding="utf-8")
+    hpath.write_text(render_html(_strict(metrics)), encoding="utf-8")
     return mpath, hpath

@@ -129,12 +129,13 @@ class BaseGenerator:
                             + ", ".join(sorted(known | set(cls.ALIASES))))
         return cls(**options)
 
-    def option_names(self) -> set[str]:
+    @classmethod
+    def option_names(cls) -> set[str]:
         """The keyword options ``from_options`` accepts."""
-        own = {f.name for f in dataclasses.fields(self)}
-        if self.NESTED is not None:
-            own |= {f.name for f in dataclasses.fields(self.NESTED[1]) if f.init}
-        return own | set(self.ALIASES)
+        own = {f.name for f in dataclasses.fields(cls)}
+        if cls.NESTED is not None:
+            own |= {f.name for f in dataclasses.fields(cls.NESTED[1]) if f.init}
+        return own | set(cls.ALIASES)
 
     def validate(self) -> None:
         """Refuse bad options before anything is read or charged."""
@@ -152,12 +153,13 @@ class BaseGenerator:
 
 
 def _jsonable(v: Any) -> Any:
+    """An option as JSON; an object (an embedder, a model) by its type only."""
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {k: _jsonable(x) for k, x in dataclasses.asdict(v).items()}
+        return {f.name: _jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)}
     if isinstance(v, tuple | list):
         return [_jsonable(x) for x in v]
     if isinstance(v, str | int | float | bool | type(None)):
         return v
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
-    return str(v)
+    return f"<{type(v).__name__}>"

@@ -90,12 +90,13 @@ def _backend(llm, llm_options: dict | None):
 def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
         llm_options: dict | None = None, resume: bool = False,
         budget: run_budget.BudgetOptions | None = None, concurrency: int = 4,
-        cache: bool = True, progress: bool = True, seed: int | None = None,
+        cache: bool | Any = True, progress: bool = True, seed: int | None = None,
         say: Callable[[str], None] = lambda msg: None,
         announce: Callable[[Corpus], None] | None = None) -> RunResult:
     """Run (or with ``resume``, continue) ``generator`` on ``source``; write ``out``
-    (JSONL), its privacy report and its release folder."""
-    from dptext.llm import Journal, LLMError, PromptCache, RunStats
+    (JSONL), its privacy report and its release folder. ``cache``: reuse completions of
+    identical prompts across runs (True: ``$DPTEXT_CACHE``; or a ``PromptCache``)."""
+    from dptext.llm import Journal, PromptCache, RunStats
 
     out = Path(out)
     generator.validate()
@@ -129,8 +130,9 @@ def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
     ledger = folder.ledger(generator.epsilon if generator.private else None)
     ctx = RunContext(dir=folder.generator_dir, ledger=ledger,
                      save_ledger=lambda: folder.save_ledger(ctx.ledger), llm=backend,
-                     journal=Journal(folder.journal), cache=PromptCache.default() if cache
-                     else None, concurrency=concurrency, progress=progress, seed=seed,
+                     journal=Journal(folder.journal),
+                     cache=(PromptCache.default() if cache is True else cache or None),
+                     concurrency=concurrency, progress=progress, seed=seed,
                      say=say, stats=RunStats())
     try:
         if saved is None or saved["status"] != FITTED:
@@ -142,9 +144,6 @@ def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
         ctx.llm_seed = saved["llm_seed"] or 0
         started = time.perf_counter()
         docs: Documents = generator.write_documents(state, ctx)
-    except LLMError as e:
-        raise ValueError(f"{e}\n(finished work is kept in {folder.dir}; re-run the same "
-                         "command with --resume)") from None
     finally:
         if owned:
             backend.close()

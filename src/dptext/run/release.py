@@ -24,6 +24,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dptext.files import finite_json
+
 DOCUMENTS_PARQUET = "documents.parquet"
 DOCUMENTS_JSONL = "documents.jsonl"
 PRIVACY = "privacy.json"
@@ -80,7 +82,7 @@ def add_evaluation(release_dir: Path, summary: dict) -> Path:
     """Record an evaluation summary (evaluation.json) and re-render README.md with an
     Evaluation section. Returns the path of evaluation.json."""
     release_dir = Path(release_dir)
-    summary = _finite(summary)
+    summary = finite_json(summary)
     path = release_dir / EVALUATION
     _atomic_text(path, json.dumps(summary, ensure_ascii=False, indent=2, allow_nan=False))
     meta = json.loads(pq.read_schema(release_dir / DOCUMENTS_PARQUET).metadata[
@@ -194,17 +196,6 @@ def _label_counts(records: list[dict]) -> dict[str, int]:
         for x in (lab if isinstance(lab, list | tuple) else [] if lab is None else [lab]):
             counts[str(x)] += 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _finite(o):
-    """NaN/inf -> None, so that evaluation.json is strict JSON."""
-    if isinstance(o, dict):
-        return {str(k): _finite(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [_finite(v) for v in o]
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o
 
 
 # --------------------------------------------------------------------------- the card

@@ -106,7 +106,7 @@ class AugPEConfig:
         return self.target_words or max(10, round(0.6 * self.max_tokens))
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["embedder"] = self.embedder if isinstance(self.embedder, str) else "custom"
         return d
 

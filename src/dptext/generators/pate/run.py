@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dptext.corpus import Corpus, InputError
+from dptext.corpus import Corpus, InputError, write_jsonl
 from dptext.files import write_json_atomic
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
 from dptext.generators.pate.candidates import (
@@ -174,6 +174,10 @@ class PateGenerator(BaseGenerator):
         except TypeError as e:
             raise TypeError(f"pate: {e}") from None
 
+    @classmethod
+    def option_names(cls) -> set[str]:
+        return set(PateConfig.__dataclass_fields__) | {"max_tokens", "temperature", "top_p"}
+
     @property
     def epsilon(self) -> float:
         return self.config.epsilon
@@ -271,6 +275,7 @@ class PateGenerator(BaseGenerator):
         folds, queried = _public_split(layout, cfg.seed)
         cands = [Candidate(clean_completion(c.text, c.finish_reason == "length"), t, int(f))
                  for c, t, f in zip(comps, topics, folds, strict=True)]
+        write_jsonl((c.to_dict() for c in cands), ctx.dir / "candidates.jsonl")
 
         # --------------------------------------------------------- step 3: teachers
         emb = cfg.embedder
@@ -321,7 +326,8 @@ class PateGenerator(BaseGenerator):
 
     def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
         """The candidates the student and the tutor chose."""
-        return Documents(records=state["records"], parameters=state["parameters"],
+        params = {**state["parameters"], "llm_calls_computed_this_run": ctx.stats.computed}
+        return Documents(records=state["records"], parameters=params,
                          notes=state["notes"], document_type=self.config.document_type,
                          summary=[*state["summary"],
                                   f"{state['parameters']['llm_calls']} LLM calls"])
