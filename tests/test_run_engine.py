@@ -130,3 +130,19 @@ def test_unknown_options_and_methods_are_named(corpus, tmp_path):
         dptext.synthesize(corpus, "gan", out=tmp_path / "o.jsonl")
     with pytest.raises(TypeError, match=r"unknown option.*iterashuns"):
         dptext.synthesize(corpus, "augpe", out=tmp_path / "o.jsonl", iterashuns=3)
+
+
+def test_a_prompt_cache_object_is_used(corpus, embedder, tiny, tmp_path):
+    """An empty ``PromptCache`` passed in is still the cache (it is falsy when empty)."""
+    from dptext.generators.registry import make_generator
+    from dptext.llm import PromptCache
+    from dptext.run import CorpusSource, run
+
+    cache = PromptCache(tmp_path / "cache.jsonl")
+    for i, expected in enumerate((16, 0)):  # the second run's candidates come from the cache
+        rec = RecordingBackend()
+        gen = make_generator("pate", epsilon=2.0, labels=LABELS,
+                             **_options("pate", embedder, tiny))
+        run(gen, CorpusSource(corpus), tmp_path / f"o{i}.jsonl", llm=rec, cache=cache,
+            progress=False)
+        assert len(rec.prompts) == expected

@@ -103,6 +103,10 @@ def generate(
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,
                cache=cache, progress=progress, seed=seed)
     with o.user_errors():
+        if method in ("iterative", "independent"):
+            raise typer.BadParameter(f"--method chooses the generator (kps, augpe, pate, "
+                                     f"dpft); DP-KPS's sequence method is --sequence-method "
+                                     f"{method}")
         declared = o.parse_labels(labels)
         if method != "kps" and epsilon is None:
             raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")

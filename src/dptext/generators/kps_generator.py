@@ -139,7 +139,10 @@ class KPSGenerator(BaseGenerator):
         return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled)
 
     def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
-        seeder, rng = fit_seeder(corpus, self.seeder_params(), seed=ctx.seed, say=ctx.say)
+        started = time.perf_counter()
+        seeder, rng = fit_seeder(corpus, self.seeder_params(), seed=ctx.seed, say=ctx.say,
+                                 progress=lambda msg: ctx.say(
+                                     f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
         ctx.ledger.releases.extend(seeder.ledger_.releases)
         per_class = self.per_class
         if per_class is None and self.documents is None:

@@ -131,7 +131,8 @@ def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
     ctx = RunContext(dir=folder.generator_dir, ledger=ledger,
                      save_ledger=lambda: folder.save_ledger(ctx.ledger), llm=backend,
                      journal=Journal(folder.journal),
-                     cache=(PromptCache.default() if cache is True else cache or None),
+                     cache=(cache if not isinstance(cache, bool)
+                            else PromptCache.default() if cache else None),
                      concurrency=concurrency, progress=progress, seed=seed,
                      say=say, stats=RunStats())
     try:

@@ -1,0 +1,112 @@
+"""The releases every generator makes, here and at an earlier commit: a refactoring of how
+runs are orchestrated must not change what is released or how it is noised.
+
+Both trees run the same commands (the four generators through the CLI, a recording LLM,
+a 180-document BBC News subset, ε = 4) with this checkout's virtual environment; the
+release records of their privacy reports are compared field by field (name, mechanism,
+neighbouring relation, sensitivity, noise scale, dimension, ε, δ, composition). dpft's
+DP-SGD record is calibrated from a released (noisy) corpus-size estimate, so its noise
+multiplier, steps and sampling rate differ between any two runs, even of one commit.
+
+    python benchmarks/bench_release_records.py --before c463a68 --write   # ~2 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from record import ROOT, markdown_table, record
+
+KEYS = ("name", "mechanism", "neighbouring", "sensitivity_norm", "sensitivity",
+        "noise_scale", "dimension", "epsilon", "delta", "parallel_group", "fold",
+        "threshold_delta")
+COMMON = ["--label-column", "label", "--no-progress", "--epsilon", "4"]
+LABELS = ["--labels", "business,sports,tech"]
+RUNS = {  # name: command line after the input and output options
+    "kps, declared labels": ["generate", *LABELS, "--llm", "recording:",
+                             "--sequences-per-class", "2"],
+    "kps, DP label set": ["generate", "--llm", "recording:", "--sequences-per-class", "2"],
+    "augpe, DP label set": ["augpe", "--llm", "recording:", "--per-class", "2",
+                            "--iterations", "2", "--embedder", "model2vec"],
+    "pate": ["pate", *LABELS, "--llm", "recording:", "--documents", "6", "--teachers", "4",
+             "--embedder", "model2vec"],
+    "dpft": ["dpft", *LABELS, "--documents", "2", "--epochs", "0.2", "--max-length", "16",
+             "--max-new-tokens", "4"],
+}
+
+
+def corpus(path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    import numpy as np
+
+    from dptext.corpus import read_corpus, write_jsonl
+
+    bbc = read_corpus("demo:bbc-news/train", label_column="label")
+    lab = np.asarray(bbc.labels)
+    keep = [i for c in ("business", "sports", "tech") for i in np.flatnonzero(lab == c)[:60]]
+    write_jsonl(({"text": bbc.texts[i], "label": bbc.labels[i]} for i in keep), path)
+
+
+def releases(src: Path, data: Path, work: Path) -> dict[str, list[dict]]:
+    out = {}
+    env = {**os.environ, "PYTHONPATH": str(src / "src"), "DPTEXT_HOME": str(work / "home")}
+    for i, (name, args) in enumerate(RUNS.items()):
+        target = work / f"run{i}.jsonl"
+        cmd = [sys.executable, "-m", "dptext", *args[:1], "-i", str(data), "-o", str(target),
+               *COMMON, *args[1:]]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if res.returncode:
+            raise SystemExit(f"{name} failed in {src}:\n{res.stdout[-2000:]}{res.stderr}")
+        report = json.loads(target.with_name(target.stem + ".privacy.json").read_text())
+        out[name] = [{k: r.get(k) for k in KEYS} for r in report["releases"]]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", required=True, help="the commit to compare with")
+    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        old = tmp / "before"
+        subprocess.run(["git", "worktree", "add", "--detach", str(old), args.before],
+                       cwd=ROOT, check=True, capture_output=True)
+        try:
+            corpus(tmp / "data.jsonl")
+            (tmp / "a").mkdir()
+            (tmp / "b").mkdir()
+            before = releases(old, tmp / "data.jsonl", tmp / "a")
+            now = releases(ROOT, tmp / "data.jsonl", tmp / "b")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
+                           capture_output=True)
+    rows = []
+    for name in RUNS:
+        for a, b in zip(before[name], now[name], strict=True):
+            same = [k for k in KEYS if a[k] == b[k]]
+            differ = [k for k in KEYS if a[k] != b[k]]
+            rows.append([name, a["name"], a["mechanism"], f"{a['epsilon']:.4g}",
+                         f"{b['epsilon']:.4g}",
+                         "identical" if not differ else f"differ: {', '.join(differ)}"])
+            assert same
+    body = (f"Releases of the same commands at commit {args.before} (before) and at this "
+            "commit (after); compared fields: " + ", ".join(KEYS) + ". dpft's DP-SGD record "
+            "is calibrated from its released (noisy) corpus-size estimate: its noise scale "
+            "and ε differ between any two runs, of one commit too.\n\n"
+            + markdown_table(["run", "release", "mechanism", "ε before", "ε after",
+                              "record"], rows))
+    print(body)
+    if args.write:
+        record("release-records", "The same releases before and after a change of the "
+               "run orchestration", body)
+
+
+if __name__ == "__main__":
+    main()
