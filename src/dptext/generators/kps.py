@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dptext.compute import map_sum
 from dptext.corpus import Corpus, InputError
 from dptext.generators.kps_models import (
     MODELS,
@@ -42,7 +43,7 @@ from dptext.generators.kps_models import (
     neighbour_kernel,
 )
 from dptext.generators.kps_select import SELECTION_NAME, presence_matrix, select_model
-from dptext.kde.histogram import HISTOGRAM_NAME, noise_floor_of, release_histogram
+from dptext.kde.histogram import HISTOGRAM_NAME, ClassTermCounts, noise_floor_of, release_counts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sampler import (
     SAMPLING,
@@ -69,6 +70,7 @@ from dptext.privacy.labels import (
 )
 from dptext.privacy.selection import FIT_FOLD, VALIDATION_FOLD, fold_of
 from dptext.privacy.split import split_budget, threshold_deltas
+from dptext.text.extract import FirstTermCounts
 
 METHODS = ("independent", "iterative")
 SELECT = ("auto", "none")
@@ -100,12 +102,10 @@ def release_vocabulary(texts, vocab, noise: NoiseSpec, ledger: PrivacyLedger, *,
     corpus's content. Fewer than ``min_terms`` kept terms gives a warning (naming only
     released numbers); the caller's sequences or prompts are then shorter.
     """
-    extractor = vocab.extractor()
-    firsts = extractor.extract_many(texts, max_terms=terms_per_doc, distinct=True)
-    counts = np.zeros(len(vocab), dtype=np.float64)
-    if any(len(f) for f in firsts):
-        flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
-        counts = np.bincount(flat, minlength=len(vocab)).astype(np.float64)
+    # exact counts, summed over batches on the current engine (dptext.compute); the noise
+    # is added once, below, on the driver
+    counts = map_sum(FirstTermCounts(vocab.extractor(), terms_per_doc),
+                     texts).astype(np.float64)
     s = terms_per_doc
     sens = Sensitivity(l1=s, l2=math.sqrt(s),
                        reason=f"one document adds +1 to at most S={s} distinct terms")
@@ -555,9 +555,6 @@ class KeyphraseSeeder:
                                "validation_share": 0.0}
             return
         fit_fold = FIT_FOLD if selecting else None
-        step("public vocabulary terms of every document")
-        firsts = vocab.extractor().extract_many(corpus.texts, max_terms=self.terms_per_doc,
-                                                distinct=True)
         lookup = {c: i for i, c in enumerate(labels)}
         class_ids = np.zeros(len(corpus), dtype=np.int64) if corpus.labels is None else \
             np.fromiter((lookup.get(c, -1) for c in corpus.labels), dtype=np.int64,
@@ -566,11 +563,15 @@ class KeyphraseSeeder:
             np.zeros(len(corpus), dtype=bool)
         fit_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
         step("DP class × term histogram")
-        hist = release_histogram([firsts[i] for i in fit_idx], class_ids[fit_idx], labels,
-                                 vocab.terms, specs["histogram"], self.ledger_,
-                                 terms_per_doc=self.terms_per_doc,
-                                 false_cells=self.vocab_noise_terms,
-                                 max_terms=self.histogram_terms, fold=fit_fold)
+        # exact counts of the fit fold (validation documents: class −1, not counted), summed
+        # over batches on the current engine (dptext.compute); noise once, on the driver
+        counted = np.where(val, -1, class_ids)
+        exact = map_sum(ClassTermCounts(vocab.extractor(), self.terms_per_doc, len(labels)),
+                        list(zip(corpus.texts, counted.tolist(), strict=True)))
+        hist = release_counts(exact, labels, vocab.terms, specs["histogram"], self.ledger_,
+                              terms_per_doc=self.terms_per_doc,
+                              false_cells=self.vocab_noise_terms,
+                              max_terms=self.histogram_terms, fold=fit_fold)
         self.histogram_ = hist
         self.released_vocabulary_ = hist.terms
         if len(hist.terms) < self.length:
@@ -583,10 +584,18 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
         elif self.label_set_ is not None and self.epsilon_labels > 0:
             self.label_counts_ = dict(self.label_set_.counts["label"])  # already released
-        # each document's terms as indices into Ṽ, in order of appearance
+        # each document's terms as indices into Ṽ, in order of appearance: only for the
+        # documents a later stage reads (the validation fold; the fit fold for the KDE)
         to_released = np.full(len(vocab), -1, dtype=np.int64)
         to_released[_positions(vocab.terms, hist.terms)] = np.arange(len(hist.terms))
-        released_terms = [m[m >= 0] for m in (to_released[f] for f in firsts)]
+        needed = val_idx if "kde" not in specs or not len(hist.terms) else \
+            np.arange(len(corpus))
+        firsts = vocab.extractor().extract_many([corpus.texts[i] for i in needed],
+                                                max_terms=self.terms_per_doc, distinct=True)
+        released_terms: list = [None] * len(corpus)
+        for i, f in zip(needed.tolist(), firsts, strict=True):
+            m = to_released[f]
+            released_terms[i] = m[m >= 0]
 
         histogram = HistogramModel(hist, self.histogram_power)
         kde = None
