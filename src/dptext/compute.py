@@ -28,6 +28,7 @@ about its batch: on Ray, a worker's output goes to the cluster's log files.
 from __future__ import annotations
 
 import itertools
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -164,6 +165,9 @@ class RayEngine:
             kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level="WARNING")
             if self.address == "local":
                 kwargs.update(num_cpus=self.num_cpus, include_dashboard=False)
+                # a cluster started here sends no usage report (a cluster's own setting
+                # otherwise)
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             try:
                 ray.init(address=self.address, **kwargs)
             except ConnectionError as e:
