@@ -22,8 +22,11 @@ from typer.testing import CliRunner
 import dptext
 from dptext.compute import RAY_ASSUMPTION, LocalEngine, map_sum, use_engine
 from dptext.corpus import read_corpus
+from dptext.generators.kps import DocumentTerms
 from dptext.kde.histogram import ClassTermCounts
-from dptext.text import load_vocabulary
+from dptext.kde.rff import FourierFeatures
+from dptext.kde.sketch import corpus_sketch_sums, exact_sums
+from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
@@ -101,11 +104,26 @@ def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
     pairs = list(zip(texts, ids, strict=True))
     local_vocab = LocalEngine().map_sum(vocab_fn, texts, 10_000)  # one batch: today's path
     local_hist = LocalEngine().map_sum(hist_fn, pairs, 10_000)
+    # the KDE sketches over a released vocabulary of 300 terms: the local path as before
+    # engines (each class's sequences, then exact_sums) against the batches on Ray
+    released = PublicVocabulary("released", vocab.terms[:300])
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((300, 16)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    feats = [FourierFeatures.draw(16, b, 200, 1.0, rng) for b in (1, 2)]
+    terms = DocumentTerms(released.extractor(), 10)
+    seqs = terms(texts)
+    local_kde = [np.concatenate(exact_sums([s for s, c in zip(seqs, ids, strict=True)
+                                            if c == k], emb, feats, 8))
+                 for k in range(len(LABELS))]
     with use_engine("ray", address) as engine:
         assert engine.name == "ray"
-        for batch in (7, 64):
+        for batch in (16, 64):
             _same(map_sum(vocab_fn, texts, batch), local_vocab)
             _same(map_sum(hist_fn, pairs, batch), local_hist)
+        on_ray = corpus_sketch_sums(pairs, len(LABELS), terms, emb, feats, 8, batch_size=40)
+        for a, b in zip(on_ray, local_kde, strict=True):
+            _same(a, b)
         assert len([n for n in ray.nodes() if n["Alive"]]) == 2  # head + worker node
         # a corpus streamed from an iterator, and no documents at all
         _same(map_sum(vocab_fn, iter(texts), 50), local_vocab)
@@ -114,30 +132,30 @@ def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
     assert local_vocab.sum() > 0 and local_hist.sum() > 0
 
 
-def test_map_sum_refuses_floats():
-    with pytest.raises(TypeError, match="integers only"):
-        LocalEngine().map_sum(lambda b: np.ones(3), [1, 2], 1)
-
-
-def _keyphrases(path: Path, out: Path, *extra: str):
+def _keyphrases(path: Path, out: Path, model: list[str], *extra: str):
     from dptext.cli import app
 
     return CliRunner().invoke(app, [
         "keyphrases", "--input", str(path), "--label-column", "label",
         "--labels", ",".join(LABELS), "--vocab", "english:5000", "--vocab-size", "200",
         "--embedder", "model2vec", "--epsilon", "3", "--sequences-per-class", "3",
-        "--seed", "1", "--allow-budget-overrun", "--out", str(out), *extra])
+        "--features", "300", "--seed", "1", "--allow-budget-overrun", "--out", str(out),
+        *model, *extra])
 
 
+# the default (class × term histogram, model chosen on a held-out fold) and the hybrid
+# (histogram + KDE sketches: both counting stages on the engine)
+@pytest.mark.parametrize("model", [[], ["--model", "hybrid", "--select", "none"]],
+                         ids=["default", "hybrid"])
 def test_keyphrases_on_ray_make_the_same_releases_and_leave_no_private_text(
-        cluster, corpus, tmp_path):
+        cluster, corpus, tmp_path, model):
     address, ray_dir = cluster
     df = pd.concat([corpus, pd.DataFrame({"text": [CANARY] * 3, "label": ["tech"] * 3})])
     path = tmp_path / "notes.csv"
     df.to_csv(path, index=False)
-    local = _keyphrases(path, tmp_path / "local.jsonl", "--engine", "local")
+    local = _keyphrases(path, tmp_path / "local.jsonl", model, "--engine", "local")
     assert local.exit_code == 0, local.output
-    on_ray = _keyphrases(path, tmp_path / "ray.jsonl", "--engine", "ray",
+    on_ray = _keyphrases(path, tmp_path / "ray.jsonl", model, "--engine", "ray",
                          "--ray-address", address)
     assert on_ray.exit_code == 0, on_ray.output
     a = json.loads((tmp_path / "local.privacy.json").read_text())
@@ -145,9 +163,11 @@ def test_keyphrases_on_ray_make_the_same_releases_and_leave_no_private_text(
     # the release records (mechanism, sensitivity, noise scale, ε, δ, …) are identical;
     # only the noisy values (not in the report) and the timestamps differ
     assert a["releases"] == b["releases"] and len(a["releases"]) >= 2
+    if model:
+        assert sum(r["name"] == "KDE sketch sums" for r in b["releases"]) == len(LABELS)
     assert a["guarantee"] == b["guarantee"]
     for report in (a, b):  # the privately chosen model is a noisy output too
-        report["parameters"]["model_selection"].pop("chosen")
+        report["parameters"].get("model_selection", {}).pop("chosen", None)
     assert a["parameters"] == b["parameters"]
     assert a["engine"] == {"name": "local"}
     assert b["engine"] == {"name": "ray", "address": address}
@@ -177,11 +197,3 @@ def _found(folder: Path, needle: bytes, wait: float = 10.0) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def test_engine_options_are_checked():
-    with pytest.raises(ValueError, match="--ray-address needs --engine ray"), \
-            use_engine("local", "auto"):
-        pass
-    with pytest.raises(ValueError, match="engine must be one of"), use_engine("spark"):
-        pass
