@@ -197,3 +197,24 @@ def _found(folder: Path, needle: bytes, wait: float = 10.0) -> bool:
             return True
         time.sleep(0.5)
     return False
+
+
+def test_synthesize_on_ray_same_releases_and_no_private_text_in_prompts(cluster, corpus,
+                                                                        tmp_path):
+    from dptext.corpus import Corpus
+    from dptext.llm.recording import RecordingBackend
+
+    address, _ = cluster
+    texts = (*corpus.text, CANARY, CANARY)
+    data = Corpus(texts, (*corpus.label, "tech", "tech"), source="ray test")
+    options = dict(epsilon=3.0, labels=LABELS, embedder="model2vec", vocab="english:3000",
+                   vocab_size=200, per_class=1, seed=2, allow_budget_overrun=True)
+    local = dptext.synthesize(data, "kps", out=tmp_path / "local.jsonl",
+                              llm=RecordingBackend(), **options)
+    llm = RecordingBackend()
+    on_ray = dptext.synthesize(data, "kps", out=tmp_path / "ray.jsonl", llm=llm,
+                               engine="ray", ray_address=address, **options)
+    assert on_ray.report["releases"] == local.report["releases"]
+    assert on_ray.report["engine"]["name"] == "ray" and local.report["engine"]["name"] == "local"
+    assert RAY_ASSUMPTION in on_ray.report["assumptions"]
+    assert llm.prompts and not any("Zephyrine" in str(p) for p in llm.prompts)
