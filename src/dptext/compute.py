@@ -194,11 +194,13 @@ class RayEngine:
                     done, pending = ray.wait(pending, num_returns=1)
                     total = add(total, ray.get(done[0]))
                 pending.append(self._remote.remote(key, holder, batch))
-            for ref in pending:
-                total = add(total, ray.get(ref))
-        finally:
-            for ref in pending:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                total = add(total, ray.get(done[0]))
+        except BaseException:
+            for ref in pending:  # a failed or interrupted stage leaves no batch running
                 ray.cancel(ref)
+            raise
         return add(None, fn([])) if total is None else total
 
     def describe(self) -> dict[str, Any]:
