@@ -198,12 +198,13 @@ def main() -> None:
     print(table)
     if not args.no_record:
         record("scale-out", "Scale-out: counting stages, local engine vs Ray",
-               body + table + f"\n\nRun at {n:,} documents only (not 1,000,000), on a "
-               "2-core machine shared with other work (the load average above): with the "
-               "driver, its document generation and the workers on the same two cores, the "
-               "Ray figures measure the engine's overhead (task dispatch, pickling batches "
-               "into the object store, each worker building its phrase automaton once per "
-               "stage), not a speed-up; that needs nodes with cores of their own.")
+               body + table + f"\n\nRun at {n:,} documents only (not 1,000,000), on one "
+               "2-core machine that other work shares (the load average above): the driver "
+               "(generating and pickling the batches, adding the partial sums) and the "
+               "workers share the same two cores, so two workers can at best halve a stage "
+               "and one worker shows the engine's overhead (task dispatch, the object "
+               "store, each worker building its phrase automaton once per stage). A "
+               "cluster's nodes have cores of their own; not measured here.")
 
 
 if __name__ == "__main__":
