@@ -19,6 +19,7 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
                allow_budget_overrun: bool = False, dataset_id: str | None = None,
                concurrency: int = 4, cache: bool = True, progress: bool = False,
                seed: int | None = None, say: Callable[[str], None] | None = None,
+               engine: str | None = None, ray_address: str | None = None,
                **options: Any) -> RunResult:
     """Write a DP synthetic corpus from ``corpus`` (a path, ``demo:NAME`` or a ``Corpus``).
 
@@ -29,7 +30,9 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
     the corpus's persistent budget before its first release; ``resume=True`` continues an
     interrupted run from ``<out>.run/`` without new noise. Returns the documents, the
     privacy report, the ledger and where they were written (``out``, its
-    ``.privacy.json`` and the release folder ``<out stem>.release/``).
+    ``.privacy.json`` and the release folder ``<out stem>.release/``). ``engine="ray"``
+    runs the corpus-wide counts on a Ray cluster (``ray_address``: ``auto``, ``local`` or
+    an address; docs/scale-out.md); the releases and the guarantee are the same.
     """
     generator = make_generator(method, epsilon=epsilon, delta=delta, **options)
     return run(generator, CorpusSource(corpus, text_column=text_column,
@@ -37,4 +40,4 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
                llm=llm, resume=resume,
                budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
                concurrency=concurrency, cache=cache, progress=progress, seed=seed,
-               say=say or (lambda msg: None))
+               say=say or (lambda msg: None), engine=engine, ray_address=ray_address)

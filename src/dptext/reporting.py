@@ -42,6 +42,8 @@ def build_report(ledger: PrivacyLedger, *, command: str, parameters: dict[str, A
                  notes: list[str] | tuple[str, ...] = (), budget=None) -> dict[str, Any]:
     """``budget``: the ``CorpusBudget`` this run was charged to (its key goes in the
     report: dataset id or content fingerprint — never the fingerprint itself)."""
+    from dptext.compute import current_engine, engine_notes
+
     g = ledger.guarantee()
     report = {
         "dptext_version": __version__,
@@ -51,7 +53,8 @@ def build_report(ledger: PrivacyLedger, *, command: str, parameters: dict[str, A
                       "summary": str(g)},
         "releases": [asdict(r) for r in ledger.releases],
         "parameters": parameters,
-        "assumptions": [*ASSUMPTIONS, *notes],
+        "assumptions": [*ASSUMPTIONS, *notes, *engine_notes()],
+        "engine": current_engine().describe(),
     }
     if budget is not None:
         add_budget(report, budget)

@@ -94,6 +94,8 @@ def generate(
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
+    engine: o.Engine = "local",
+    ray_address: o.RayAddress = None,
 ) -> None:
     """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
     (--method kps), or with another generator (--method augpe, pate or dpft; their own
@@ -101,7 +103,8 @@ def generate(
     src = o.source(input, text_column, label_column, format, encoding, skip_invalid)
     run = dict(resume=resume, budget_total=budget_total, dataset_id=dataset_id,
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,
-               cache=cache, progress=progress, seed=seed)
+               cache=cache, progress=progress, seed=seed, engine=engine,
+               ray_address=ray_address)
     with o.user_errors():
         if method in ("iterative", "independent"):
             raise typer.BadParameter(f"--method chooses the generator (kps, augpe, pate, "

@@ -56,8 +56,11 @@ def keyphrases(
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
+    engine: o.Engine = "local",
+    ray_address: o.RayAddress = None,
 ) -> None:
     """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
+    from dptext.compute import use_engine
     from dptext.corpus import read_corpus, write_jsonl
     from dptext.reporting import (
         LABELS_FROM_DATA,
@@ -67,7 +70,7 @@ def keyphrases(
         write_report,
     )
 
-    with o.user_errors():
+    with o.user_errors(), use_engine(engine, ray_address):
         declared = o.parse_labels(labels)
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)

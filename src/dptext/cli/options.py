@@ -149,6 +149,13 @@ Progress = Annotated[bool, typer.Option(help="Show progress bars.", rich_help_pa
 Concurrency = Annotated[int, typer.Option(
     help="Prompts in flight at once (at most the local model's slots: $DPTEXT_LLM_PARALLEL, "
     "default 4 with 2+ threads, 1 with one).", rich_help_panel=RUN)]
+Engine = Annotated[str, typer.Option(
+    help="Where the corpus-wide counts run: local (this process) or ray (a Ray cluster's "
+    "workers, which then see the private documents; docs/scale-out.md). Same releases, "
+    "noise added once on this machine.", rich_help_panel=RUN)]
+RayAddress = Annotated[str | None, typer.Option(
+    help="With --engine ray: auto (a running cluster, the default), local (start one in "
+    "this process) or the cluster's address.", rich_help_panel=RUN)]
 
 BUDGET = "Privacy budget (across runs)"
 BudgetTotal = Annotated[float | None, typer.Option(
@@ -234,7 +241,8 @@ def run_generator(method: str, options: dict, source, out: Path, *, llm: str | N
                   llm_options: dict | None = None, resume: bool = False,
                   budget_total: float | None = None, allow_budget_overrun: bool = False,
                   dataset_id: str | None = None, concurrency: int = 4, cache: bool = True,
-                  progress: bool = True, seed: int | None = None) -> None:
+                  progress: bool = True, seed: int | None = None, engine: str = "local",
+                  ray_address: str | None = None) -> None:
     """Every command that writes documents: the generator ``method`` with ``options``
     through the run engine; then the summary, the privacy report and where things are."""
     from dptext.generators.registry import make_generator
@@ -253,7 +261,7 @@ def run_generator(method: str, options: dict, source, out: Path, *, llm: str | N
                          budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
                          concurrency=concurrency, cache=cache, progress=progress, seed=seed,
                          say=lambda msg: console.print(escape(msg), soft_wrap=True),
-                         announce=announce_corpus)
+                         announce=announce_corpus, engine=engine, ray_address=ray_address)
         except LLMError as e:
             raise ValueError(f"{e}\n(finished work is kept in {run_dir_for(out)}; re-run the "
                              "same command with --resume)") from None

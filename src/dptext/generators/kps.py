@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dptext.compute import map_sum
 from dptext.corpus import Corpus, InputError
 from dptext.generators.kps_models import (
     MODELS,
@@ -42,7 +43,7 @@ from dptext.generators.kps_models import (
     neighbour_kernel,
 )
 from dptext.generators.kps_select import SELECTION_NAME, presence_matrix, select_model
-from dptext.kde.histogram import HISTOGRAM_NAME, noise_floor_of, release_histogram
+from dptext.kde.histogram import HISTOGRAM_NAME, ClassTermCounts, noise_floor_of, release_counts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sampler import (
     SAMPLING,
@@ -50,7 +51,12 @@ from dptext.kde.sampler import (
     candidate_sets,
     unigram_scores,
 )
-from dptext.kde.sketch import ENSEMBLES, ReleasedSketches, ensemble_blocks, release_sketches
+from dptext.kde.sketch import (
+    ENSEMBLES,
+    ReleasedSketches,
+    ensemble_blocks,
+    release_corpus_sketches,
+)
 from dptext.privacy import (
     NOISE_KINDS,
     NoiseSpec,
@@ -69,6 +75,7 @@ from dptext.privacy.labels import (
 )
 from dptext.privacy.selection import FIT_FOLD, VALIDATION_FOLD, fold_of
 from dptext.privacy.split import split_budget, threshold_deltas
+from dptext.text.extract import FirstTermCounts
 
 METHODS = ("independent", "iterative")
 SELECT = ("auto", "none")
@@ -100,12 +107,10 @@ def release_vocabulary(texts, vocab, noise: NoiseSpec, ledger: PrivacyLedger, *,
     corpus's content. Fewer than ``min_terms`` kept terms gives a warning (naming only
     released numbers); the caller's sequences or prompts are then shorter.
     """
-    extractor = vocab.extractor()
-    firsts = extractor.extract_many(texts, max_terms=terms_per_doc, distinct=True)
-    counts = np.zeros(len(vocab), dtype=np.float64)
-    if any(len(f) for f in firsts):
-        flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
-        counts = np.bincount(flat, minlength=len(vocab)).astype(np.float64)
+    # exact counts, summed over batches on the current engine (dptext.compute); the noise
+    # is added once, below, on the driver
+    counts = map_sum(FirstTermCounts(vocab.extractor(), terms_per_doc),
+                     texts).astype(np.float64)
     s = terms_per_doc
     sens = Sensitivity(l1=s, l2=math.sqrt(s),
                        reason=f"one document adds +1 to at most S={s} distinct terms")
@@ -134,6 +139,38 @@ def _composed_epsilon(specs) -> float:
                     if spec.kind == "gaussian" else 1.0)
             for spec in specs]
     return compose(recs).epsilon if recs else 0.0
+
+
+def _class_ids(corpus: Corpus, labels: list) -> np.ndarray:
+    """Each document's index into ``labels`` (−1: a label outside them); 0 for every
+    document of an unlabelled corpus (its one class)."""
+    if corpus.labels is None:
+        return np.zeros(len(corpus), dtype=np.int64)
+    lookup = {c: i for i, c in enumerate(labels)}
+    return np.fromiter((lookup.get(c, -1) for c in corpus.labels), dtype=np.int64,
+                       count=len(corpus))
+
+
+class DocumentTerms:
+    """A document's keyphrase sequence, as the sketches and the selection read it: its first
+    ``terms_per_doc`` distinct terms of ``extractor``'s vocabulary in order of appearance,
+    mapped through ``to_released`` (public index → index into Ṽ, −1: not released) when
+    given, the first ``limit`` kept. Picklable (public parameters only), so the batches
+    that call it may run on any engine."""
+
+    def __init__(self, extractor, terms_per_doc: int, to_released: np.ndarray | None = None,
+                 limit: int | None = None):
+        self.extractor = extractor
+        self.terms_per_doc = terms_per_doc
+        self.to_released = to_released
+        self.limit = limit
+
+    def __call__(self, texts) -> list[np.ndarray]:
+        firsts = self.extractor.extract_many(texts, max_terms=self.terms_per_doc,
+                                             distinct=True)
+        if self.to_released is not None:
+            firsts = [m[m >= 0] for m in (self.to_released[f] for f in firsts)]
+        return firsts if self.limit is None else [f[:self.limit] for f in firsts]
 
 
 def _positions(terms: tuple[str, ...], wanted: tuple[str, ...]) -> np.ndarray:
@@ -517,18 +554,17 @@ class KeyphraseSeeder:
         embeddings = np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                           dtype=np.float32)
 
-        step("document keyphrases")
         released = PublicVocabulary("released", self.released_vocabulary_)
-        sequences = released.extractor().extract_many(
-            corpus.texts, max_terms=self.max_terms_per_doc or self.length, distinct=True)
-        by_class = self._sequences_by_class(corpus, labels, sequences)
-
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng) for b in blocks]
         step("DP KDE sketches")
-        self.sketches_ = release_sketches(by_class, embeddings, features,
-                                          specs["kde"], self.ledger_,
-                                          max_windows=self.windows_per_doc)
+        # each document's keyphrases and sketch contributions, summed per class over batches
+        # on the current engine (dptext.compute); noise once per class, on the driver
+        items = list(zip(corpus.texts, _class_ids(corpus, labels).tolist(), strict=True))
+        self.sketches_ = release_corpus_sketches(
+            items, labels, DocumentTerms(released.extractor(),
+                                         self.max_terms_per_doc or self.length),
+            embeddings, features, specs["kde"], self.ledger_, max_windows=self.windows_per_doc)
         self.embeddings_ = embeddings
         self.unigram_ = unigram_scores(self.sketches_, embeddings)
         self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
@@ -555,22 +591,20 @@ class KeyphraseSeeder:
                                "validation_share": 0.0}
             return
         fit_fold = FIT_FOLD if selecting else None
-        step("public vocabulary terms of every document")
-        firsts = vocab.extractor().extract_many(corpus.texts, max_terms=self.terms_per_doc,
-                                                distinct=True)
-        lookup = {c: i for i, c in enumerate(labels)}
-        class_ids = np.zeros(len(corpus), dtype=np.int64) if corpus.labels is None else \
-            np.fromiter((lookup.get(c, -1) for c in corpus.labels), dtype=np.int64,
-                        count=len(corpus))
+        class_ids = _class_ids(corpus, labels)
         val = fold_of(corpus.texts, self.validation_share) if selecting else \
             np.zeros(len(corpus), dtype=bool)
-        fit_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
+        val_idx = np.flatnonzero(val)
         step("DP class × term histogram")
-        hist = release_histogram([firsts[i] for i in fit_idx], class_ids[fit_idx], labels,
-                                 vocab.terms, specs["histogram"], self.ledger_,
-                                 terms_per_doc=self.terms_per_doc,
-                                 false_cells=self.vocab_noise_terms,
-                                 max_terms=self.histogram_terms, fold=fit_fold)
+        # exact counts of the fit fold (validation documents: class −1, not counted), summed
+        # over batches on the current engine (dptext.compute); noise once, on the driver
+        counted = np.where(val, -1, class_ids)
+        exact = map_sum(ClassTermCounts(vocab.extractor(), self.terms_per_doc, len(labels)),
+                        list(zip(corpus.texts, counted.tolist(), strict=True)))
+        hist = release_counts(exact, labels, vocab.terms, specs["histogram"], self.ledger_,
+                              terms_per_doc=self.terms_per_doc,
+                              false_cells=self.vocab_noise_terms,
+                              max_terms=self.histogram_terms, fold=fit_fold)
         self.histogram_ = hist
         self.released_vocabulary_ = hist.terms
         if len(hist.terms) < self.length:
@@ -583,10 +617,12 @@ class KeyphraseSeeder:
             self.label_counts_ = self._release_label_counts(corpus, labels)
         elif self.label_set_ is not None and self.epsilon_labels > 0:
             self.label_counts_ = dict(self.label_set_.counts["label"])  # already released
-        # each document's terms as indices into Ṽ, in order of appearance
+        # each document's terms as indices into Ṽ, in order of appearance (the KDE's batches
+        # find them for the fit fold; here only the validation fold's, for the selection)
         to_released = np.full(len(vocab), -1, dtype=np.int64)
         to_released[_positions(vocab.terms, hist.terms)] = np.arange(len(hist.terms))
-        released_terms = [m[m >= 0] for m in (to_released[f] for f in firsts)]
+        val_terms = DocumentTerms(vocab.extractor(), self.terms_per_doc, to_released)(
+            [corpus.texts[i] for i in val_idx])
 
         histogram = HistogramModel(hist, self.histogram_power)
         kde = None
@@ -596,8 +632,11 @@ class KeyphraseSeeder:
         if len(hist.terms) and ("kde" in specs or any(f == "smoothed" for f, _ in specs_c)):
             self.embeddings_ = self._embed_released(step)
         if "kde" in specs and len(hist.terms):
-            kde = self._fit_kde(released_terms, fit_idx, class_ids, labels, specs["kde"],
-                                fit_fold, rng, step)
+            items = list(zip(corpus.texts, counted.tolist(), strict=True))
+            kde = self._fit_kde(items, DocumentTerms(
+                vocab.extractor(), self.terms_per_doc, to_released,
+                self.max_terms_per_doc or self.length), labels, specs["kde"], fit_fold, rng,
+                step)
         kernels: dict = {}
         cands = []
         for family, param in specs_c:
@@ -619,7 +658,7 @@ class KeyphraseSeeder:
         self.class_signal_ = []  # the KDE's estimate; released_signal() tells the histogram's
         if selecting:
             step("private model selection")
-            x = presence_matrix([released_terms[i] for i in val_idx], len(hist.terms))
+            x = presence_matrix(val_terms, len(hist.terms))
             chosen = select_model(cands, labels, x, class_ids[val_idx],
                                   epsilon=self._selection_epsilon(corpus.labels is not None),
                                   ledger=self.ledger_,
@@ -641,20 +680,17 @@ class KeyphraseSeeder:
         return np.ascontiguousarray(embedder.encode(list(self.released_vocabulary_)),
                                     dtype=np.float32)
 
-    def _fit_kde(self, released_terms, fit_idx, class_ids, labels, noise, fold, rng,
-                 step) -> KdeModel:
+    def _fit_kde(self, items, sequences_of, labels, noise, fold, rng, step) -> KdeModel:
+        """The KDE sketches of ``items`` ((text, class id) pairs; −1: in no class), each
+        document's keyphrases given by ``sequences_of``."""
         embeddings = self.embeddings_
-        limit = self.max_terms_per_doc or self.length
-        by_class = {c: [] for c in labels}
-        for i in fit_idx:
-            if class_ids[i] >= 0:
-                by_class[labels[class_ids[i]]].append(released_terms[i][:limit])
         features = [FourierFeatures.draw(embeddings.shape[1], b, self.features, self.bandwidth,
                                          rng)
                     for b in ensemble_blocks(self.method, self.length, self.ensemble)]
         step("DP KDE sketches")
-        self.sketches_ = release_sketches(by_class, embeddings, features, noise, self.ledger_,
-                                          max_windows=self.windows_per_doc, fold=fold)
+        self.sketches_ = release_corpus_sketches(items, labels, sequences_of, embeddings,
+                                                 features, noise, self.ledger_,
+                                                 max_windows=self.windows_per_doc, fold=fold)
         self.unigram_ = unigram_scores(self.sketches_, embeddings)
         self.candidates_ = candidate_sets(self.unigram_, self.sampling, self.contrastive_keep,
                                           min_keep=2 * self.length)

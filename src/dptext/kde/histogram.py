@@ -27,6 +27,7 @@ import numpy as np
 from scipy import sparse
 
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.text.extract import PhraseExtractor
 
 HISTOGRAM_NAME = "class × term histogram"
 
@@ -97,6 +98,29 @@ class ReleasedHistogram:
         return int(np.count_nonzero(self.counts[self.labels.index(label)]))
 
 
+@dataclass(frozen=True)
+class ClassTermCounts:
+    """Batch function (``dptext.compute.map_sum``): the exact class × term counts of a batch
+    of ``(text, class id)`` pairs, as an int64 sparse matrix — each document's first
+    ``terms_per_doc`` distinct public terms, in its class's row (class id −1: not
+    counted). A function of each document alone, so the batches' sums are the counts of
+    the whole corpus whatever the engine or the batching."""
+
+    extractor: PhraseExtractor
+    terms_per_doc: int
+    n_classes: int
+
+    def __call__(self, batch: Sequence[tuple[str, int]]) -> sparse.csr_matrix:
+        texts = [text for text, _ in batch]
+        ids = np.fromiter((c for _, c in batch), dtype=np.int64, count=len(batch))
+        firsts = self.extractor.extract_many(texts, max_terms=self.terms_per_doc,
+                                             distinct=True)
+        if any(len(f) > self.terms_per_doc for f in firsts):
+            raise ValueError("a document contributes more than terms_per_doc terms")
+        counts = class_term_counts(firsts, ids, self.n_classes, len(self.extractor))
+        return counts.astype(np.int64)
+
+
 def release_histogram(firsts: Sequence[np.ndarray], class_ids: np.ndarray,
                       labels: Sequence[Hashable], public_terms: Sequence[str],
                       noise: NoiseSpec, ledger: PrivacyLedger, *, terms_per_doc: int,
@@ -106,7 +130,19 @@ def release_histogram(firsts: Sequence[np.ndarray], class_ids: np.ndarray,
     if any(len(f) > terms_per_doc for f in firsts):
         raise ValueError("a document contributes more than terms_per_doc terms")
     exact = class_term_counts(firsts, class_ids, len(labels), len(public_terms))
-    noisy = release(exact.toarray(), histogram_sensitivity(terms_per_doc), noise,
+    return release_counts(exact, labels, public_terms, noise, ledger,
+                          terms_per_doc=terms_per_doc, false_cells=false_cells,
+                          max_terms=max_terms, fold=fold)
+
+
+def release_counts(exact: sparse.spmatrix, labels: Sequence[Hashable],
+                   public_terms: Sequence[str], noise: NoiseSpec, ledger: PrivacyLedger, *,
+                   terms_per_doc: int, false_cells: float, max_terms: int,
+                   fold: str | None = None) -> ReleasedHistogram:
+    """``release_histogram`` from the exact counts (e.g. summed by ``ClassTermCounts``
+    batches): one release, then the cells above the floor."""
+    noisy = release(exact.toarray().astype(np.float64), histogram_sensitivity(terms_per_doc),
+                    noise,
                     ledger=ledger, name=f"{HISTOGRAM_NAME} ({len(public_terms)} public terms)",
                     fold=fold)
     rec = ledger.releases[-1]

@@ -26,7 +26,11 @@ nothing else (exact while a class's sum stays below 2²³ ≈ 8·10⁶ per coord
 up to about six million documents per class).
 
 ``exact_sums`` works on a batch of documents and returns sums that add up across
-batches; noise is added exactly once, in ``release_sketches``.
+batches; noise is added exactly once, in ``release_sketches``. ``release_corpus_sketches``
+does the same from the documents' texts: ``SketchUnits`` batches (each document's
+keyphrases found, its contribution computed and summed per class in grid units) run on
+the current compute engine (``dptext.compute.map_sum``: local or Ray) with the phase
+tables computed once, here, so every engine sums the same bits.
 """
 
 from __future__ import annotations
@@ -166,6 +170,51 @@ def exact_sums(sequences: Sequence[np.ndarray], embeddings: np.ndarray,
     return sums
 
 
+class SketchUnits:
+    """Batch function (``dptext.compute.map_sum``) over ``(text, class id)`` pairs: per class,
+    Σ of the documents' contributions to one sketch (``ff``), in units of the 2⁻³⁰ grid
+    (int64, (classes, I)); class id −1: not counted. ``sequences_of`` maps texts to their
+    keyphrase sequences (indices into Ṽ); ``tables``: the sketch's phase tables (public,
+    computed once by the caller). A function of each document alone."""
+
+    def __init__(self, sequences_of, n_classes: int, ff: FourierFeatures,
+                 tables: list[np.ndarray], max_windows: int):
+        self.sequences_of = sequences_of
+        self.n_classes = n_classes
+        self.ff = ff
+        self.tables = tables
+        self.max_windows = max_windows
+
+    def __call__(self, batch: Sequence[tuple[str, int]]) -> np.ndarray:
+        out = np.zeros((self.n_classes, self.ff.features), dtype=np.int64)
+        ids = np.fromiter((c for _, c in batch), dtype=np.int64, count=len(batch))
+        keep = np.flatnonzero(ids >= 0)
+        if not keep.size:
+            return out
+        seqs = self.sequences_of([batch[i][0] for i in keep])
+        ids = ids[keep]
+        per = max(1, BATCH_WINDOWS // max(self.max_windows, 1))
+        for lo in range(0, len(seqs), per):
+            part = document_contributions(seqs[lo:lo + per], None, self.ff, self.max_windows,
+                                          self.tables)
+            np.add.at(out, ids[lo:lo + per], np.rint(part / GRID).astype(np.int64))
+        return out
+
+
+def corpus_sketch_sums(items: Sequence[tuple[str, int]], n_classes: int, sequences_of,
+                       embeddings: np.ndarray, features: Sequence[FourierFeatures],
+                       max_windows: int, batch_size: int = 2000) -> list[np.ndarray]:
+    """Per class, the exact sums of every sketch concatenated (float64, as ``exact_sums``
+    gives them), from ``(text, class id)`` pairs, on the current compute engine."""
+    from dptext.compute import map_sum
+
+    units = [map_sum(SketchUnits(sequences_of, n_classes, ff, phase_tables(embeddings, ff),
+                                 max_windows), items, batch_size)
+             for ff in features]
+    return [np.concatenate([u[k].astype(np.float64) * GRID for u in units])
+            for k in range(n_classes)]
+
+
 def sketch_sensitivity(features: Sequence[FourierFeatures]) -> Sensitivity:
     total = sum(ff.features for ff in features)
     return Sensitivity(
@@ -199,11 +248,34 @@ def release_sketches(
     fold: str | None = None,
 ) -> ReleasedSketches:
     """Build each class's exact sketch sums and release them with noise, once."""
+    exact = {label: np.concatenate(exact_sums(seqs, embeddings, features, max_windows))
+             for label, seqs in class_sequences.items()}
+    return release_exact_sketches(exact, features, noise, ledger, fold=fold)
+
+
+def release_corpus_sketches(items: Sequence[tuple[str, int]], labels: Sequence[Hashable],
+                            sequences_of, embeddings: np.ndarray,
+                            features: Sequence[FourierFeatures], noise: NoiseSpec,
+                            ledger: PrivacyLedger, *, max_windows: int,
+                            fold: str | None = None) -> ReleasedSketches:
+    """``release_sketches`` from ``(text, class id)`` pairs (class id: index into ``labels``,
+    −1 for none): the exact sums on the current compute engine, then the noise, once per
+    class, here."""
+    sums = corpus_sketch_sums(items, len(labels), sequences_of, embeddings, features,
+                              max_windows)
+    return release_exact_sketches(dict(zip(labels, sums, strict=True)), features, noise,
+                                  ledger, fold=fold)
+
+
+def release_exact_sketches(exact_by_class: dict[Hashable, np.ndarray],
+                           features: Sequence[FourierFeatures], noise: NoiseSpec,
+                           ledger: PrivacyLedger, *, fold: str | None = None
+                           ) -> ReleasedSketches:
+    """Release each class's exact (concatenated) sketch sums with noise, once."""
     sensitivity = sketch_sensitivity(features)
     sizes = [ff.features for ff in features]
     out = {}
-    for label, seqs in class_sequences.items():
-        exact = np.concatenate(exact_sums(seqs, embeddings, features, max_windows))
+    for label, exact in exact_by_class.items():
         noisy = release(exact, sensitivity, noise, ledger=ledger,
                         name="KDE sketch sums", partition=f"class={label}",
                         parallel_group=KDE_GROUP, fold=fold)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dptext.compute import use_engine
 from dptext.corpus import Corpus, read_corpus, write_jsonl
 from dptext.generators.base import CorpusInfo, Documents, RunContext
 from dptext.llm.models import DEFAULT_LOCAL_MODEL
@@ -92,10 +93,22 @@ def run(generator, source: CorpusSource, out: str | Path, *, llm=DEFAULT_LLM,
         budget: run_budget.BudgetOptions | None = None, concurrency: int = 4,
         cache: bool | Any = True, progress: bool = True, seed: int | None = None,
         say: Callable[[str], None] = lambda msg: None,
-        announce: Callable[[Corpus], None] | None = None) -> RunResult:
+        announce: Callable[[Corpus], None] | None = None, engine: str | None = None,
+        ray_address: str | None = None) -> RunResult:
     """Run (or with ``resume``, continue) ``generator`` on ``source``; write ``out``
     (JSONL), its privacy report and its release folder. ``cache``: reuse completions of
-    identical prompts across runs (True: ``$DPTEXT_CACHE``; or a ``PromptCache``)."""
+    identical prompts across runs (True: ``$DPTEXT_CACHE``; or a ``PromptCache``).
+    ``engine``: where the corpus-wide counts run (``dptext.compute``: local, or ray at
+    ``ray_address``; None: the current engine, local unless a ``use_engine`` block says
+    otherwise); the releases, their noise and the ledger are the same."""
+    with use_engine(engine, ray_address):
+        return _run(generator, source, out, llm=llm, llm_options=llm_options, resume=resume,
+                    budget=budget, concurrency=concurrency, cache=cache, progress=progress,
+                    seed=seed, say=say, announce=announce)
+
+
+def _run(generator, source: CorpusSource, out: str | Path, *, llm, llm_options, resume,
+         budget, concurrency, cache, progress, seed, say, announce) -> RunResult:
     from dptext.llm import Journal, PromptCache, RunStats
 
     out = Path(out)

@@ -196,3 +196,21 @@ class PhraseExtractor:
                         break
             out.append(np.array(found, dtype=np.int32) if found else _EMPTY.copy())
         return out
+
+
+class FirstTermCounts:
+    """Batch function (``dptext.compute.map_sum``): how many documents of a batch of texts
+    have each term among their first ``k`` distinct terms (int64, one count per term). A
+    function of each document alone, so the batches' sums are the whole corpus's counts
+    whatever the engine or the batching."""
+
+    def __init__(self, extractor: PhraseExtractor, k: int):
+        self.extractor = extractor
+        self.k = k
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        firsts = self.extractor.extract_many(texts, max_terms=self.k, distinct=True)
+        if not any(len(f) for f in firsts):
+            return np.zeros(len(self.extractor), dtype=np.int64)
+        flat = np.concatenate([np.asarray(f, dtype=np.int64) for f in firsts])
+        return np.bincount(flat, minlength=len(self.extractor)).astype(np.int64)

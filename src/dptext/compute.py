@@ -1,0 +1,272 @@
+"""Compute engines: where the batch functions of a corpus-wide stage run.
+
+Every stage that touches the whole corpus is a function over a batch of documents whose
+results are summed (``map_sum``); the noise is added once, afterwards, on the driver, by
+``dptext.privacy``. Which engine runs the batches is chosen in one place —
+``use_engine``, entered by the run engine and the CLI from ``--engine`` and
+``--ray-address`` — and stages only call ``map_sum``: they do not know which engine runs
+them, and no engine draws noise.
+
+* ``LocalEngine`` (the default): a plain loop in this process, batch after batch.
+* ``RayEngine``: one Ray task per batch on a cluster (``address="auto"``: a running
+  cluster; ``"local"``: one started in this process for the run and stopped after it;
+  or ``ray://HOST:PORT`` / ``HOST:PORT``). The driver submits a bounded number of
+  batches at a time (so a corpus streamed from an iterator is never held whole) and adds
+  the partial sums as they come back. The workers see the documents of their batches:
+  docs/scale-out.md says what that assumes about the cluster.
+
+Only integers are summed (numpy integer or bool arrays, scipy sparse integer matrices,
+or tuples of them): integer addition is exact and order-free, so every engine and every
+batching gives the same bits. A stage that sums floats puts each document's contribution
+on a fixed grid first and sums the grid units (``kde.sketch``).
+
+A batch function must be picklable (a module-level function or a small class holding
+public parameters: a vocabulary, the released terms) and must not print or log anything
+about its batch: on Ray, a worker's output goes to the cluster's log files.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol
+
+ENGINES = ("local", "ray")
+DEFAULT_BATCH = 2000  # documents per batch (one Ray task each)
+RAY_ASSUMPTION = (
+    "Compute engine: Ray. The cluster's worker processes received the private documents "
+    "of their batches in the clear (through Ray's object store, and over the network "
+    "between nodes) and returned exact counts to the driver; the guarantee assumes every "
+    "node of the cluster, its object store and its logs are as trusted as the machine "
+    "that ran dptext. Workers draw no noise: it was added once, on the driver.")
+
+
+class Engine(Protocol):
+    name: str
+
+    def map_sum(self, fn: Callable[[list], Any], items: Iterable, batch_size: int) -> Any:
+        """Σ over batches of ``fn(batch)`` (exact integer sums)."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the privacy report says about the engine (public settings only)."""
+
+    def close(self) -> None:
+        """Release what the engine started."""
+
+
+def batches(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter), consumed lazily."""
+    if size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {size}")
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def _check_integer(part: Any) -> None:
+    if isinstance(part, tuple | list):
+        for p in part:
+            _check_integer(p)
+        return
+    kind = getattr(getattr(part, "dtype", None), "kind", None)
+    if kind is None and isinstance(part, int):
+        return
+    if kind not in ("i", "u", "b"):
+        raise TypeError("map_sum sums integers only (exact in any order); a batch function "
+                        f"returned {type(part).__name__} of dtype {kind!r}: put float "
+                        "contributions on a fixed grid and return the grid units")
+
+
+def add(total: Any, part: Any) -> Any:
+    """``total + part`` for arrays, sparse matrices and tuples of them (``total`` None: the
+    first part)."""
+    _check_integer(part)
+    if total is None:
+        return part
+    if isinstance(part, tuple | list):
+        return tuple(add(t, p) for t, p in zip(total, part, strict=True))
+    return total + part
+
+
+class LocalEngine:
+    """Batches in a plain loop, in this process (what every run did before engines)."""
+
+    name = "local"
+
+    def map_sum(self, fn: Callable[[list], Any], items: Iterable,
+                batch_size: int = DEFAULT_BATCH) -> Any:
+        total = None
+        for batch in batches(items, batch_size):
+            total = add(total, fn(batch))
+        return add(None, fn([])) if total is None else total
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def close(self) -> None:
+        pass
+
+
+# -- Ray ---------------------------------------------------------------------------------
+_WORKER_FNS: dict[str, Callable] = {}  # on a worker: batch functions already unpickled
+
+
+def _run_batch(key: str, holder: list, batch: list) -> Any:
+    """On a Ray worker: ``fn(batch)``, the function unpickled once per worker process."""
+    fn = _WORKER_FNS.get(key)
+    if fn is None:
+        import ray
+
+        fn = ray.get(holder[0])
+        if len(_WORKER_FNS) > 8:
+            _WORKER_FNS.clear()
+        _WORKER_FNS[key] = fn
+    return fn(batch)
+
+
+def ray_available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class RayEngine:
+    """One Ray task per batch; the driver adds the partial sums.
+
+    ``address``: ``"auto"`` (a running cluster), ``"local"`` (start one in this process,
+    stopped by ``close``), or a cluster address. Ray is connected on the first
+    ``map_sum``, so a run refused by its budget or resumed from its saved releases never
+    starts it. If Ray is already initialised in this process, that connection is used
+    (and left open).
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str = "auto", *, num_cpus: int | None = None,
+                 in_flight: int | None = None):
+        self.address = address
+        self.num_cpus = num_cpus
+        self.in_flight = in_flight
+        self._owned = False
+        self._remote = None
+
+    def _connect(self):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--engine ray needs Ray: pip install 'dptext[ray]'") from None
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level="WARNING")
+            if self.address == "local":
+                kwargs.update(num_cpus=self.num_cpus, include_dashboard=False)
+                # a cluster started here sends no usage report (a cluster's own setting
+                # otherwise)
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            try:
+                ray.init(address=self.address, **kwargs)
+            except ConnectionError as e:
+                raise ValueError(f"--engine ray: no Ray cluster at {self.address!r} ({e}); "
+                                 "start one (ray start --head), give its address with "
+                                 "--ray-address, or use --ray-address local") from None
+            self._owned = True
+        if self._remote is None:
+            # max_retries: a batch lost with its worker is recomputed; it draws no noise,
+            # so a retry gives the same counts
+            self._remote = ray.remote(num_cpus=1, max_retries=3)(_run_batch)
+        return ray
+
+    def map_sum(self, fn: Callable[[list], Any], items: Iterable,
+                batch_size: int = DEFAULT_BATCH) -> Any:
+        ray = self._connect()
+        limit = self.in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        key = uuid.uuid4().hex
+        holder = [ray.put(fn)]  # public: the function and its public parameters
+        total, pending = None, []
+        try:
+            for batch in batches(items, batch_size):
+                if len(pending) >= limit:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    total = add(total, ray.get(done[0]))
+                pending.append(self._remote.remote(key, holder, batch))
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                total = add(total, ray.get(done[0]))
+        except BaseException:
+            for ref in pending:  # a failed or interrupted stage leaves no batch running
+                ray.cancel(ref)
+            raise
+        return add(None, fn([])) if total is None else total
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "address": self.address}
+
+    def close(self) -> None:
+        if self._owned:
+            import ray
+
+            ray.shutdown()
+            self._owned = False
+
+
+_LOCAL = LocalEngine()
+_current: ContextVar[Engine] = ContextVar("dptext_engine", default=_LOCAL)
+
+
+def current_engine() -> Engine:
+    return _current.get()
+
+
+def make_engine(name: str | Engine = "local", ray_address: str | None = None) -> Engine:
+    if not isinstance(name, str):
+        return name
+    if name == "local":
+        if ray_address is not None:
+            raise ValueError("--ray-address needs --engine ray")
+        return LocalEngine()
+    if name == "ray":
+        if not ray_available():
+            raise ValueError("--engine ray needs Ray: pip install 'dptext[ray]'")
+        return RayEngine(ray_address or "auto")
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {name!r}")
+
+
+@contextmanager
+def use_engine(name: str | Engine | None = "local", ray_address: str | None = None
+               ) -> Iterator[Engine]:
+    """Run the ``map_sum`` calls inside the block on this engine (closed on exit); ``None``:
+    keep the current one (an enclosing ``use_engine``'s, else the local engine)."""
+    if name is None:
+        if ray_address is not None:
+            raise ValueError("--ray-address needs --engine ray")
+        yield current_engine()
+        return
+    engine = make_engine(name, ray_address)
+    token = _current.set(engine)
+    try:
+        yield engine
+    finally:
+        _current.reset(token)
+        engine.close()
+
+
+def map_sum(fn: Callable[[list], Any], items: Iterable, batch_size: int = DEFAULT_BATCH
+            ) -> Any:
+    """Σ over batches of ``items`` of ``fn(batch)``, on the current engine. ``fn`` returns
+    integers (arrays, sparse matrices, or tuples of them) and ``fn([])`` zeros of the
+    same shape."""
+    return current_engine().map_sum(fn, items, batch_size)
+
+
+def engine_notes() -> list[str]:
+    """The privacy report's assumption lines for the current engine."""
+    return [RAY_ASSUMPTION] if current_engine().name == "ray" else []
+
+
+__all__: Sequence[str] = ("ENGINES", "LocalEngine", "RayEngine", "current_engine",
+                          "engine_notes", "make_engine", "map_sum", "use_engine")
