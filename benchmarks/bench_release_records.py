@@ -8,6 +8,11 @@ neighbouring relation, sensitivity, noise scale, dimension, ε, δ, composition)
 DP-SGD record is calibrated from a released (noisy) corpus-size estimate, so its noise
 multiplier, steps and sampling rate differ between any two runs, even of one commit.
 
+Second part: with the Gaussian noise switched off (a test-only identity measurement in
+place of OpenDP's), DP-KPS's exact released statistics — every histogram and sketch sum —
+the released vocabulary and the sequences drawn from them with a fixed public seed, for
+the histogram model and the KDE (independent and iterative), at both commits.
+
     python benchmarks/bench_release_records.py --before c463a68 --write   # ~2 min
 """
 
@@ -68,6 +73,46 @@ def releases(src: Path, data: Path, work: Path) -> dict[str, list[dict]]:
     return out
 
 
+EXACT = r"""
+import json, sys
+import numpy as np
+import dptext.privacy.mechanisms as m
+from dptext.corpus import read_corpus
+from dptext.embed import load_embedder
+from dptext.generators.kps import KeyphraseSeeder
+
+m._gaussian = lambda size, l2, eps, delta: ((lambda x: x), 1.0, l2)  # noise off (test only)
+seen = []
+m._TAPS.append(lambda name, part, values: seen.append(
+    [name, str(part), np.round(np.asarray(values, dtype=np.float64), 9).tolist()]))
+corpus = read_corpus(sys.argv[1], label_column="label")
+labels = tuple(sorted(set(corpus.labels)))
+out = {}
+for model, method in (("histogram", "independent"), ("kde", "independent"),
+                      ("kde", "iterative")):
+    seen.clear()
+    s = KeyphraseSeeder(model=model, select="none", method=method, vocab="english:5000",
+                        embedder=load_embedder("model2vec", cache_dir=""), vocab_size=300,
+                        features=200, epsilon=4.0, labels=labels)
+    s.fit(corpus, rng=np.random.default_rng(0))
+    seqs = s.sample(3, rng=np.random.default_rng(1))
+    out[f"{model}, {method}"] = [seen[:], list(s.released_vocabulary_),
+                                 [q.to_dict() for q in seqs]]
+json.dump(out, sys.stdout)
+"""
+
+
+def exact_statistics(src: Path, data: Path, work: Path) -> dict:
+    script = work / "exact.py"
+    script.write_text(EXACT)
+    env = {**os.environ, "PYTHONPATH": str(src / "src"), "DPTEXT_HOME": str(work / "home")}
+    res = subprocess.run([sys.executable, str(script), str(data)], env=env,
+                         capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"exact statistics failed in {src}:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="the commit to compare with")
@@ -84,6 +129,8 @@ def main() -> None:
             (tmp / "b").mkdir()
             before = releases(old, tmp / "data.jsonl", tmp / "a")
             now = releases(ROOT, tmp / "data.jsonl", tmp / "b")
+            exact = {"before": exact_statistics(old, tmp / "data.jsonl", tmp / "a"),
+                     "after": exact_statistics(ROOT, tmp / "data.jsonl", tmp / "b")}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
                            capture_output=True)
@@ -102,6 +149,16 @@ def main() -> None:
             "and ε differ between any two runs, of one commit too.\n\n"
             + markdown_table(["run", "release", "mechanism", "ε before", "ε after",
                               "record"], rows))
+    stats = []
+    for name, (taps, vocab, seqs) in exact["before"].items():
+        taps2, vocab2, seqs2 = exact["after"][name]
+        stats.append([f"DP-KPS {name}", len(taps), "identical" if taps == taps2 else "DIFFER",
+                      "identical" if vocab == vocab2 else "DIFFER",
+                      "identical" if seqs == seqs2 else "DIFFER"])
+    body += ("\n\nNoise off (test-only identity measurement), the same 180 documents, fixed public "
+             "seeds: DP-KPS's exact statistics before and after.\n\n"
+             + markdown_table(["model", "releases", "exact statistics", "vocabulary",
+                               "sequences"], stats))
     print(body)
     if args.write:
         record("release-records", "The same releases before and after a change of the "
