@@ -39,8 +39,8 @@ LABELS = ("business", "entertainment", "politics", "sports", "tech")
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A head and a worker node on 127.0.0.1; their folder (logs included) is yielded with
-    the address, and removed afterwards."""
+    """A head and a worker node on 127.0.0.1: the address, their folder (logs included,
+    removed afterwards) and the ``Cluster`` (to add or kill nodes)."""
     from ray._private import ray_constants
     from ray.cluster_utils import Cluster
 
@@ -65,7 +65,7 @@ def cluster():
     try:
         c.add_node(**node)
         c.wait_for_nodes()
-        yield c.address, folder
+        yield c.address, folder, c
     finally:
         if ray.is_initialized():
             ray.shutdown()
@@ -94,7 +94,7 @@ def _same(a, b) -> None:
 
 
 def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
-    address, _ = cluster
+    address, *_ = cluster
     vocab = load_vocabulary("english:20000")
     texts = list(corpus.text)
     ids = [LABELS.index(x) if x in LABELS else -1 for x in corpus.label]
@@ -149,7 +149,7 @@ def _keyphrases(path: Path, out: Path, model: list[str], *extra: str):
                          ids=["default", "hybrid"])
 def test_keyphrases_on_ray_make_the_same_releases_and_leave_no_private_text(
         cluster, corpus, tmp_path, model):
-    address, ray_dir = cluster
+    address, ray_dir, _ = cluster
     df = pd.concat([corpus, pd.DataFrame({"text": [CANARY] * 3, "label": ["tech"] * 3})])
     path = tmp_path / "notes.csv"
     df.to_csv(path, index=False)
@@ -204,7 +204,7 @@ def test_synthesize_on_ray_same_releases_and_no_private_text_in_prompts(cluster,
     from dptext.corpus import Corpus
     from dptext.llm.recording import RecordingBackend
 
-    address, _ = cluster
+    address, *_ = cluster
     texts = (*corpus.text, CANARY, CANARY)
     data = Corpus(texts, (*corpus.label, "tech", "tech"), source="ray test")
     options = dict(epsilon=3.0, labels=LABELS, embedder="model2vec", vocab="english:3000",
@@ -218,3 +218,35 @@ def test_synthesize_on_ray_same_releases_and_no_private_text_in_prompts(cluster,
     assert on_ray.report["engine"]["name"] == "ray" and local.report["engine"]["name"] == "local"
     assert RAY_ASSUMPTION in on_ray.report["assumptions"]
     assert llm.prompts and not any("Zephyrine" in str(p) for p in llm.prompts)
+
+
+def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus):
+    """A node dies while its batches run: Ray recomputes them elsewhere (they draw no
+    noise, so a retry gives the same counts) and the sum is still exact."""
+    import threading
+
+    address, _, c = cluster
+    doomed = c.add_node(num_cpus=1, node_ip_address="127.0.0.1",
+                        object_store_memory=80 * 2**20)
+    c.wait_for_nodes()
+    vocab = load_vocabulary("english:20000")
+    texts = list(corpus.text) * 3
+    base = FirstTermCounts(vocab.extractor(), 80)
+
+    def slow(batch):  # pickled by value: a worker needs only dptext
+        import time as _t
+
+        _t.sleep(0.2)
+        return base(batch)
+
+    expected = LocalEngine().map_sum(base, texts, 10)
+    killer = threading.Timer(1.5, lambda: c.remove_node(doomed, allow_graceful=False))
+    with use_engine("ray", address):
+        killer.start()
+        started = time.monotonic()
+        got = map_sum(slow, texts, 10)
+        elapsed = time.monotonic() - started
+    killer.join()
+    # the node really died, and during the stage (60 batches of 0.2 s on 3 CPUs)
+    assert doomed not in c.worker_nodes and elapsed > 1.5
+    _same(got, expected)
