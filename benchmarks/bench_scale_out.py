@@ -21,11 +21,14 @@ For comparison, the last row runs the same batch functions through Ray Data
 (``from_items`` → ``map_batches``), which dptext does not use.
 
     python benchmarks/bench_scale_out.py [--documents 20000] [--no-record]
+    nice python benchmarks/bench_scale_out.py --documents 1000000 --repeats 1 --no-ray-data
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import threading
 import time
 from collections.abc import Iterator
 
@@ -113,6 +116,33 @@ class RayDataEngine:
         ray.shutdown()
 
 
+def _rss_mb() -> float:
+    """This process's resident memory (Linux /proc), in MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class PeakRSS:
+    """The driver's peak resident memory while a stage runs (sampled every 20 ms): what
+    streaming keeps small. Ray's worker processes are not counted."""
+
+    def __enter__(self) -> PeakRSS:
+        self.peak, self._stop = _rss_mb(), threading.Event()
+
+        def sample() -> None:
+            while not self._stop.wait(0.02):
+                self.peak = max(self.peak, _rss_mb())
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_mb())
+
+
 def texts_only(items: Iterator[tuple[str, int]]) -> Iterator[str]:
     return (text for text, _ in items)
 
@@ -121,6 +151,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--documents", type=int, default=20_000)
     ap.add_argument("--workers", default="1,2", help="Ray worker counts to time")
+    ap.add_argument("--repeats", type=int, default=2,
+                    help="runs of each stage (the first also warms Ray's workers)")
+    ap.add_argument("--no-ray-data", action="store_true",
+                    help="skip the Ray Data comparison (it materialises the corpus)")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     pool, owners, classes = sentence_pool()
@@ -141,7 +175,7 @@ def main() -> None:
     n = args.documents
     counts = [int(k) for k in args.workers.split(",") if k]
     engines = [("local", None)] + [(f"ray, {k} worker{'s' * (k > 1)}", k) for k in counts]
-    if counts:
+    if counts and not args.no_ray_data:
         engines.append((f"ray data, {counts[-1]} workers", -counts[-1]))
     if len(engines) > 1 and not ray_available():
         print("ray is not installed (pip install -e '.[ray]'): timing the local engine only")
@@ -151,7 +185,7 @@ def main() -> None:
         pass
     generation = time.perf_counter() - started  # part of every stage's time (on the driver)
     reference: dict[str, np.ndarray] = {}
-    rows, startup = [], {}
+    rows, startup, seconds = [], {}, {}
     for name, workers in engines:
         engine = LocalEngine() if workers is None else \
             RayEngine("local", num_cpus=workers) if workers > 0 else RayDataEngine(-workers)
@@ -162,26 +196,33 @@ def main() -> None:
         row = [name]
         for stage, (fn, texts) in stages.items():
             times = []
-            for _ in range(2):  # the first run also starts and warms the workers (imports)
+            for _ in range(args.repeats):  # the first run also warms Ray's workers (imports)
                 items = documents(pool, owners, n)
                 started = time.perf_counter()
-                total = engine.map_sum(fn, texts_only(items) if texts else items, BATCH)
+                with PeakRSS() as mem:
+                    total = engine.map_sum(fn, texts_only(items) if texts else items, BATCH)
                 times.append(time.perf_counter() - started)
-            row.append(f"{times[1]:.2f} ({times[0]:.2f})")
+            seconds[name, stage] = times[-1]
+            row.append(f"{times[-1]:.2f}" + (f" ({times[0]:.2f})" if len(times) > 1 else "")
+                       + f", {mem.peak:.0f} MiB")
             dense = total.toarray() if hasattr(total, "toarray") else total
             if stage in reference:
                 assert np.array_equal(dense, reference[stage]), f"{name}: {stage} differs"
             else:
                 reference[stage] = dense
-            print(f"{name:18s} {stage:30s} {row[-1]} s", flush=True)
+            print(f"{name:18s} {stage:30s} {row[-1]}", flush=True)
         engine.close()
         rows.append(row)
-    header = ["engine", *[f"{s} (s)" for s in stages]]
+    header = ["engine", *[f"{s}: s, driver peak" for s in stages]]
+    scaling = [f"{stage}: local / {name} = {seconds['local', stage] / seconds[name, stage]:.2f}"
+               for name, workers in engines if workers and workers > 1 for stage in stages]
     body = (f"{n:,} documents of public text streamed in batches of {BATCH:,} (sentences of "
             "demo:bbc-news recombined, 6–14 a document; see the script), S = "
             f"{TERMS_PER_DOC}, english:20000, {len(classes)} classes. Wall seconds of each "
-            "stage's `map_sum`, run twice: the second run, and in parentheses the first (on Ray "
-            "it also starts the stage's worker processes, which import dptext's modules). "
+            f"stage's `map_sum`, run {args.repeats} time(s): the last run, and in parentheses "
+            "the first (on Ray it also starts the stage's worker processes, which import "
+            "dptext's modules); driver peak: the driver process's peak resident memory "
+            "during the stage (Ray's workers not counted). "
             "Noise excluded: one draw on the driver whatever the engine; "
             "every engine's sums equal the local engine's bit for bit. Ray: a local cluster "
             "started in the process (start-up, not included: "
@@ -191,7 +232,7 @@ def main() -> None:
             "`map_batches` → the driver adds the rows; it needs the corpus materialised "
             "on the driver, not streamed), for comparison only. Generating the "
             f"documents alone (on the driver, inside every figure) takes {generation:.2f} s."
-            "\n\n")
+            + (" Speed-up: " + "; ".join(scaling) + "." if scaling else "") + "\n\n")
     from record import markdown_table, record
 
     table = markdown_table(header, rows)
