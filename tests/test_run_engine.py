@@ -146,3 +146,34 @@ def test_a_prompt_cache_object_is_used(corpus, embedder, tiny, tmp_path):
         run(gen, CorpusSource(corpus), tmp_path / f"o{i}.jsonl", llm=rec, cache=cache,
             progress=False)
         assert len(rec.prompts) == expected
+
+
+def test_augpe_killed_mid_fit_resumes_without_new_noise_or_charge(corpus, embedder, tiny,
+                                                                   tmp_path):
+    """Aug-PE calls the LLM between its releases: a run killed there resumes from its own
+    folder — the votes already released are reused, nothing is charged again."""
+    from dptext.llm import LLMError
+
+    class Dies(RecordingBackend):
+        def complete(self, prompts):
+            if len(self.prompts) >= 3:  # the initial population (2), then one variation
+                raise LLMError("the model server went away (simulated)")
+            return super().complete(prompts)
+
+    dying = Dies()
+    dying.max_concurrency = 1
+    out = tmp_path / "syn.jsonl"
+    opts = dict(epsilon=4.0, labels=LABELS, **_options("augpe", embedder, tiny))
+    with pytest.raises(LLMError):
+        dptext.synthesize(corpus, "augpe", out=out, llm=dying, **opts)
+    run_dir = tmp_path / "syn.jsonl.run"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "fitting"
+    votes = (run_dir / "augpe" / "votes_1.json").read_text()  # released before the prompts
+    rec = RecordingBackend()
+    result = dptext.synthesize(corpus, "augpe", out=out, llm=rec, resume=True, **opts)
+    assert (run_dir / "augpe" / "votes_1.json").read_text() == votes  # no new noise
+    assert len(rec.prompts) == 1  # only the variation that was not answered
+    assert len(result.documents) == 2
+    budget = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
+    assert len(budget.runs) == 1
+    assert budget.spent().epsilon == pytest.approx(result.report["guarantee"]["epsilon"])
