@@ -239,7 +239,7 @@ def main() -> None:
     print(table)
     if not args.no_record:
         record("scale-out", "Scale-out: counting stages, local engine vs Ray",
-               body + table + f"\n\nRun at {n:,} documents only (not 1,000,000), on one "
+               body + table + f"\n\nRun at {n:,} documents on one "
                "2-core machine that other work shares (the load average above): the driver "
                "(generating and pickling the batches, adding the partial sums) and the "
                "workers share the same two cores, so two workers can at best halve a stage "
