@@ -128,6 +128,21 @@ def _run_batch(key: str, holder: list, batch: list) -> Any:
     return fn(batch)
 
 
+#: times a batch cut off from a dying node is submitted again before the stage fails
+RESUBMISSIONS = 3
+
+
+def _lost_with_its_node(error: Exception, ray) -> bool:
+    """A batch that failed because its node or worker went away (not because of a bug in
+    the batch function, which fails the stage as it would locally)."""
+    exc = ray.exceptions
+    if isinstance(error, exc.WorkerCrashedError | exc.NodeDiedError | exc.ObjectLostError
+                  | exc.RaySystemError):
+        return True
+    return isinstance(error, exc.RayTaskError) and isinstance(
+        getattr(error, "cause", None), OSError | ConnectionError | exc.RayError)
+
+
 def ray_available() -> bool:
     try:
         import ray  # noqa: F401
@@ -176,8 +191,8 @@ class RayEngine:
                                  "--ray-address, or use --ray-address local") from None
             self._owned = True
         if self._remote is None:
-            # max_retries: a batch lost with its worker is recomputed; it draws no noise,
-            # so a retry gives the same counts
+            # a batch lost with its worker process is recomputed by Ray (max_retries);
+            # one cut off from a dying node is resubmitted by ``map_sum``
             self._remote = ray.remote(num_cpus=1, max_retries=3)(_run_batch)
         return ray
 
@@ -187,16 +202,30 @@ class RayEngine:
         limit = self.in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         key = uuid.uuid4().hex
         holder = [ray.put(fn)]  # public: the function and its public parameters
-        total, pending = None, []
+        total = None
+        pending: dict[Any, tuple[list, int]] = {}  # task -> (its batch, attempts so far)
+
+        def collect() -> None:
+            nonlocal total
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            batch, attempts = pending.pop(ref)
+            try:
+                part = ray.get(ref)
+            except Exception as e:
+                if not _lost_with_its_node(e, ray) or attempts >= RESUBMISSIONS:
+                    raise
+                # the batch draws no noise: computing it again gives the same counts
+                pending[self._remote.remote(key, holder, batch)] = (batch, attempts + 1)
+                return
+            total = add(total, part)
+
         try:
             for batch in batches(items, batch_size):
-                if len(pending) >= limit:
-                    done, pending = ray.wait(pending, num_returns=1)
-                    total = add(total, ray.get(done[0]))
-                pending.append(self._remote.remote(key, holder, batch))
+                while len(pending) >= limit:
+                    collect()
+                pending[self._remote.remote(key, holder, batch)] = (batch, 0)
             while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                total = add(total, ray.get(done[0]))
+                collect()
         except BaseException:
             for ref in pending:  # a failed or interrupted stage leaves no batch running
                 ray.cancel(ref)
