@@ -118,7 +118,13 @@ def test_cli_audit_bad_arguments():
 @pytest.mark.slow
 @pytest.mark.statistical
 def test_full_audit_table_and_negative_control():
-    honest = run_audits(AUDITS)
+    # 18 rows each judged at 95 % confidence can raise a false alarm somewhere in the
+    # table by design. A fresh-clone CI run flagged the honest DP-SGD row once; standalone
+    # (11 runs) its ε lower bound was 1.0-1.4 against the claimed 2.0 and its hockey-stick
+    # bound -0.07 to -0.03 against δ = 0.01 (cause of the one alarm not found). The honest
+    # table is judged at 99.99 % per row (at most about 0.2 % for the whole table); the
+    # negative controls keep 95 %, which they pass by far.
+    honest = run_audits(AUDITS, confidence=0.9999)
     assert not [r.name for r in honest if r.violation]
     for variant in ("half-noise", "unbounded"):
         broken = run_audits(AUDITS, broken=variant)
