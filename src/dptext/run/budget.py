@@ -39,7 +39,7 @@ def charge(corpus, options: BudgetOptions, planned: list[Release], *, command: s
            parameters: dict, input: str | None, say: Callable[[str], None]
            ) -> tuple[CorpusBudget, str]:
     """Check and charge the whole plan; returns the budget and the run's id in it (for
-    ``settle``)."""
+    ``privacy.budget.settle_run``)."""
     run_id = uuid.uuid4().hex
     budget = open_checked(corpus, options, planned, input=input, say=say)
     after = budget.commit(PrivacyLedger(releases=list(planned)), command=command,

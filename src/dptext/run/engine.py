@@ -152,9 +152,7 @@ def _run(generator, source: CorpusSource, out: str | Path, *, llm, llm_options, 
         if saved is None or saved["status"] != FITTED:
             saved = _fit(generator, source, folder, ctx, config, saved, budget, say,
                          announce)
-            state = folder.state()
-        else:
-            state = folder.state()
+        state = folder.state()
         ctx.llm_seed = saved["llm_seed"] or 0
         started = time.perf_counter()
         docs: Documents = generator.write_documents(state, ctx)
@@ -172,6 +170,7 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
     (announce or (lambda c: say(f"read {c.source}")))(corpus)
     generator.check(corpus)
     command = f"generate --method {generator.name}"
+    charged = None  # the corpus's ledger, when this process charged the plan
     if saved is None:
         planned = generator.plan(CorpusInfo(labelled=corpus.labels is not None))
         charged, run_id = run_budget.charge(
@@ -188,7 +187,8 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
     folder.save_ledger(ctx.ledger)
     folder.save_state(state)
     if generator.private:  # the releases made replace the charged plan (never more)
-        settle_run(run_budget.reopen(corpus, saved["budget"]["dataset_id"]),
+        settle_run(charged if charged is not None
+                   else run_budget.reopen(corpus, saved["budget"]["dataset_id"]),
                    saved["budget"]["run_id"], ctx.ledger.releases)
     del corpus  # nothing below touches private data
     folder.mark_fitted(saved)
