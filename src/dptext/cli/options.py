@@ -174,12 +174,13 @@ DatasetId = Annotated[str | None, typer.Option(
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
                    epsilon_kde: float | None) -> dict:
     """Seeder budget arguments from the CLI's three ε options."""
-    if epsilon is not None:
-        if epsilon_vocab is not None or epsilon_kde is not None:
-            raise typer.BadParameter("give either --epsilon or --epsilon-vocab/--epsilon-kde")
-        return {"epsilon": epsilon}
-    return {"epsilon_vocab": 1.0 if epsilon_vocab is None else epsilon_vocab,
-            "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
+    from dptext.generators.kps_generator import stage_epsilons as seeder_epsilons
+
+    try:
+        return seeder_epsilons(epsilon, epsilon_vocab, epsilon_kde)
+    except ValueError:
+        pass
+    raise typer.BadParameter("give either --epsilon or --epsilon-vocab/--epsilon-kde")
 
 
 def parse_labels(labels: str | None) -> tuple[str, ...] | None:

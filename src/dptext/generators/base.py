@@ -28,8 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from dptext.corpus import Corpus
+from dptext.corpus import Corpus, InputError
 from dptext.privacy import PrivacyLedger, Release
+from dptext.privacy.labels import check_declared
+
+
+def check_declared_labels(corpus: Corpus, declared) -> None:
+    """Before any release: declared labels need a label column and must cover the data
+    (else an input error whose private detail goes to the curator's terminal only)."""
+    if corpus.labels is None:
+        if declared:
+            raise InputError("labels were declared but the corpus has no label column")
+    elif declared is not None:
+        check_declared(corpus.labels, declared, source=corpus.source)
 
 
 @dataclass(frozen=True)

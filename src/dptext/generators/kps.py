@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from dptext.compute import map_sum
-from dptext.corpus import Corpus, InputError
+from dptext.corpus import Corpus
+from dptext.generators.base import check_declared_labels
 from dptext.generators.kps_models import (
     MODELS,
     NEEDS,
@@ -69,7 +70,6 @@ from dptext.privacy import (
 from dptext.privacy.labels import (
     LABEL_SET,
     ReleasedValues,
-    check_declared,
     planned_value_set,
     release_label_set,
 )
@@ -699,11 +699,7 @@ class KeyphraseSeeder:
     def _check_labels(self, corpus: Corpus) -> None:
         """Before any release: the declared labels cover the data (else an input error
         whose private detail goes to the curator's terminal only)."""
-        if corpus.labels is None:
-            if self.labels:
-                raise InputError("labels were declared but the corpus has no label column")
-        elif self.labels is not None:
-            check_declared(corpus.labels, self.labels, source=corpus.source)
+        check_declared_labels(corpus, self.labels)
 
     def _class_labels(self, corpus: Corpus, specs: dict) -> list[str | None]:
         """The public classes: [None] (unlabelled), the declared labels, or the DP label set

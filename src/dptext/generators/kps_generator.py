@@ -31,6 +31,18 @@ _PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "voca
            "mixture", "validation_share")
 
 
+def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
+                   epsilon_kde: float | None) -> dict[str, float]:
+    """The seeder's budget: a total ε, or the vocabulary's and the sketches' (1 and 5, the
+    paper's split, when not given)."""
+    if epsilon is not None:
+        if epsilon_vocab is not None or epsilon_kde is not None:
+            raise ValueError("give either epsilon or epsilon_vocab/epsilon_kde")
+        return {"epsilon": epsilon}
+    return {"epsilon_vocab": 1.0 if epsilon_vocab is None else epsilon_vocab,
+            "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
+
+
 def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
     """The public parameters of a seeder, for the report (released choices only)."""
     out = {n: v if isinstance(v := getattr(seeder, n), str | int | float | tuple | type(None))
@@ -93,15 +105,9 @@ class KPSGenerator(BaseGenerator):
 
     # ------------------------------------------------------------------ options
     def seeder_params(self) -> dict[str, Any]:
-        params = {**self.seeder, "delta": self.delta, "labels": self.labels}
-        if self.epsilon is not None:
-            if params.get("epsilon_vocab") is not None or params.get("epsilon_kde") is not None:
-                raise ValueError("give either epsilon or epsilon_vocab/epsilon_kde")
-            params["epsilon"] = self.epsilon
-        else:
-            params.setdefault("epsilon_vocab", 1.0)
-            params.setdefault("epsilon_kde", 5.0)
-        return params
+        return {**self.seeder, "delta": self.delta, "labels": self.labels,
+                **stage_epsilons(self.epsilon, self.seeder.get("epsilon_vocab"),
+                                 self.seeder.get("epsilon_kde"))}
 
     def _prompting(self):
         from dptext.llm import LLMError, PromptTemplate, load_few_shot

@@ -8,13 +8,19 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from dptext.corpus import Corpus, InputError
+from dptext.corpus import Corpus
 from dptext.generators.augpe.privacy import planned_releases
 from dptext.generators.augpe.run import CLASS_NAMES_NOTE, LLM_NOTE, AugPEConfig, run_augpe
 from dptext.generators.augpe.state import RunState
-from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.base import (
+    BaseGenerator,
+    CorpusInfo,
+    Documents,
+    RunContext,
+    check_declared_labels,
+)
 from dptext.privacy import Release
-from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, check_declared, release_label_set
+from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, release_label_set
 
 
 @dataclass
@@ -35,10 +41,7 @@ class AugPEGenerator(BaseGenerator):
         self.config.validate()
 
     def check(self, corpus: Corpus) -> None:
-        if self.labels and corpus.labels is None:
-            raise InputError("labels were declared but the corpus has no label column")
-        if self.labels:
-            check_declared(corpus.labels, self.labels, source=corpus.source)
+        check_declared_labels(corpus, self.labels)
 
     def _noise(self, labelled: bool):
         # without declared labels the classes are the DP label set, released first

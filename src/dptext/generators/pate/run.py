@@ -29,9 +29,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dptext.corpus import Corpus, InputError, write_jsonl
+from dptext.corpus import Corpus, write_jsonl
 from dptext.files import write_json_atomic
-from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.base import (
+    BaseGenerator,
+    CorpusInfo,
+    Documents,
+    RunContext,
+    check_declared_labels,
+)
 from dptext.generators.pate.candidates import (
     Candidate,
     keyword_prompts,
@@ -48,7 +54,7 @@ from dptext.generators.pate.student import select, student_scores, tutor_counts
 from dptext.generators.pate.teachers import VOTES_RELEASE, gnmax, teacher_votes
 from dptext.llm import SamplingParams, clean_completion, run_prompts
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, release
-from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, check_declared, release_label_set
+from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, release_label_set
 
 PUBLIC_GENERATOR_NOTE = (
     "The LLM sees only the document type and the declared label names (or terms of the DP "
@@ -129,14 +135,8 @@ def _classes(corpus: Corpus, declared: tuple[str, ...] | None) -> list[str | Non
     """The public classes: [None], the declared labels, or None (the DP label set is to be
     released). Checks the data against declared labels (private values reach the
     curator's terminal only)."""
-    if corpus.labels is None:
-        if declared:
-            raise InputError("labels were declared but the corpus has no label column")
-        return [None]
-    if declared is None:
-        return None
-    check_declared(corpus.labels, declared, source=corpus.source)
-    return list(declared)
+    check_declared_labels(corpus, declared)
+    return _public_classes(corpus.labels is not None, declared)
 
 
 def _public_split(layout: Layout, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -145,8 +145,6 @@ def _public_split(layout: Layout, seed: int) -> tuple[np.ndarray, np.ndarray]:
     folds = rng.permutation(layout.pool) % 2
     queried = np.sort(rng.choice(layout.pool, layout.queries, replace=False))
     return folds, queried
-
-
 
 
 def _public_classes(labelled: bool, declared: tuple[str, ...] | None) -> list | None:
