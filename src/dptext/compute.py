@@ -27,8 +27,10 @@ about its batch: on Ray, a worker's output goes to the cluster's log files.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -130,6 +132,10 @@ def _run_batch(key: str, holder: list, batch: list) -> Any:
 
 #: times a batch cut off from a dying node is submitted again before the stage fails
 RESUBMISSIONS = 3
+#: a batch with no result after max(MIN_STALL_S, STALL_FACTOR × the slowest batch so far)
+#: is taken for lost and submitted again (the first batches load models: minutes)
+MIN_STALL_S = 300.0
+STALL_FACTOR = 10.0
 
 
 def _lost_with_its_node(error: Exception, ray) -> bool:
@@ -203,27 +209,54 @@ class RayEngine:
         key = uuid.uuid4().hex
         holder = [ray.put(fn)]  # public: the function and its public parameters
         total = None
-        pending: dict[Any, tuple[list, int]] = {}  # task -> (its batch, attempts so far)
+        # task -> (its batch, attempts so far, when it was submitted)
+        pending: dict[Any, tuple[list, int, float]] = {}
+        slowest = 0.0  # seconds from submission to result, over the batches done so far
+
+        def submit(batch: list, attempts: int) -> None:
+            pending[self._remote.remote(key, holder, batch)] = (
+                batch, attempts, time.monotonic())
+
+        def again(ref, batch: list, attempts: int, why: str) -> None:
+            # the batch draws no noise: computing it again gives the same counts
+            if attempts >= RESUBMISSIONS:
+                raise RuntimeError(f"a batch failed {attempts + 1} times on the Ray "
+                                   f"cluster ({why}); the stage is stopped")
+            pending.pop(ref)
+            submit(batch, attempts + 1)
 
         def collect() -> None:
-            nonlocal total
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
-            batch, attempts = pending.pop(ref)
+            nonlocal total, slowest
+            stall = max(MIN_STALL_S, STALL_FACTOR * slowest)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=stall)
+            if not ready:
+                # no batch came back for a long time: one lost without an error Ray
+                # reports (seen when a node dies mid-task) is cancelled and submitted again
+                now = time.monotonic()
+                for ref, (batch, attempts, since) in list(pending.items()):
+                    if now - since >= stall:
+                        with contextlib.suppress(Exception):  # best effort: it may be gone
+                            ray.cancel(ref, force=True)
+                        again(ref, batch, attempts, f"no result after {stall:.0f} s")
+                return
+            ref = ready[0]
+            batch, attempts, since = pending[ref]
             try:
                 part = ray.get(ref)
             except Exception as e:
-                if not _lost_with_its_node(e, ray) or attempts >= RESUBMISSIONS:
+                if not _lost_with_its_node(e, ray):
                     raise
-                # the batch draws no noise: computing it again gives the same counts
-                pending[self._remote.remote(key, holder, batch)] = (batch, attempts + 1)
+                again(ref, batch, attempts, type(e).__name__)
                 return
+            pending.pop(ref)
+            slowest = max(slowest, time.monotonic() - since)
             total = add(total, part)
 
         try:
             for batch in batches(items, batch_size):
                 while len(pending) >= limit:
                     collect()
-                pending[self._remote.remote(key, holder, batch)] = (batch, 0)
+                submit(batch, 0)
             while pending:
                 collect()
         except BaseException:
