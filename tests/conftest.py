@@ -29,6 +29,7 @@ for _var in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "TTY_INTERACTIVE", "T
 import pytest  # noqa: E402
 
 from eval_fixtures import bbc_report  # noqa: E402,F401  (session fixture: a real evaluation report)
+from ray_cluster import cluster  # noqa: E402,F401  (session fixture: a loopback Ray cluster)
 
 
 @pytest.fixture(autouse=True)
