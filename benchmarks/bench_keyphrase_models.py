@@ -212,6 +212,8 @@ class CorpusBench:
                 "embed_s_in_fit": timed.seconds, "sample_s": sample_s, "sequences": len(seqs),
                 "empty_sequences": sum(not s.keyphrases for s in seqs),
                 "train_docs": len(self.train), "test_docs_used": len(self.test), "chosen": chosen,
+                "releases": [[r.name, r.partition, r.sensitivity, r.noise_scale, r.dimension]
+                             for r in seeder.ledger_.releases],
                 "warnings": sorted({str(w.message)[:300] for w in caught})}
 
 

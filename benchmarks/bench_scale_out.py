@@ -94,7 +94,7 @@ class RayDataEngine:
     def __init__(self, workers: int):
         self.workers = workers
 
-    def _connect(self):
+    def connect(self):
         import ray
 
         ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
@@ -191,7 +191,7 @@ def main() -> None:
             RayEngine("local", num_cpus=workers) if workers > 0 else RayDataEngine(-workers)
         if workers is not None:
             started = time.perf_counter()
-            engine._connect()
+            engine.connect()
             startup[name] = time.perf_counter() - started
         row = [name]
         for stage, (fn, texts) in stages.items():

@@ -200,7 +200,7 @@ def test_a_worker_killed_mid_stage_loses_nothing(cluster, corpus, monkeypatch):
 
     expected = LocalEngine().map_sum(base, texts, 10)
     with use_engine("ray", address) as engine:
-        engine._connect()
+        engine.connect()
         # every node is on 127.0.0.1, so the driver may have attached to any raylet: kill
         # a worker node it is not attached to (a cluster's driver runs beside its head)
         from ray._private.test_utils import get_other_nodes

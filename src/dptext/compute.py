@@ -177,7 +177,8 @@ class RayEngine:
         self._owned = False
         self._remote = None
 
-    def _connect(self):
+    def connect(self):
+        """The ``ray`` module, connected to the cluster (on first use)."""
         try:
             import ray
         except ImportError:
@@ -204,7 +205,7 @@ class RayEngine:
 
     def map_sum(self, fn: Callable[[list], Any], items: Iterable,
                 batch_size: int = DEFAULT_BATCH) -> Any:
-        ray = self._connect()
+        ray = self.connect()
         limit = self.in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         key = uuid.uuid4().hex
         holder = [ray.put(fn)]  # public: the function and its public parameters

@@ -48,13 +48,14 @@ def available_schemes() -> list[str]:
 
 def _load_builtin() -> None:
     # Importing the modules registers their schemes (lazy: keeps `import dptext.llm` cheap).
-    from dptext.llm import anthropic, local, openai, pool, recording  # noqa: F401
+    from dptext.llm import anthropic, local, openai, pool, ray_pool, recording  # noqa: F401
 
 
 def make_backend(spec: str, **options) -> LLMBackend:
     """Build a backend from a spec such as ``local:qwen2.5-0.5b``, ``openai:MODEL@URL``,
     ``anthropic:MODEL``, ``bedrock:MODEL_ID``, ``pool:SPEC1,SPEC2,...`` (several servers
-    of one model, ``pool.py``) or ``recording:``."""
+    of one model, ``pool.py``), ``ray:SPEC`` (SPEC on every node of the ``--engine ray``
+    cluster, ``ray_pool.py``) or ``recording:``."""
     _load_builtin()
     scheme, sep, rest = spec.partition(":")
     if not sep:
