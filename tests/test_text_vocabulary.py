@@ -10,7 +10,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from dptext.corpus import InputError
 from dptext.text import vocabulary as vocab_module
 from dptext.text.extract import PhraseExtractor, normalize_phrase
-from dptext.text.vocabulary import VOCABULARIES, PublicVocabulary, load_vocabulary
+from dptext.text.vocabulary import UNITS, VOCABULARIES, PublicVocabulary, load_vocabulary
 
 
 def check_well_formed(v: PublicVocabulary) -> None:
@@ -207,3 +207,30 @@ def test_missing_file(tmp_path):
         load_vocabulary(f"file:{tmp_path / 'nope.txt'}")
     with pytest.raises(InputError, match="unknown vocabulary"):
         load_vocabulary(str(tmp_path / "nope.txt"))
+
+
+def test_quantities_are_numbers_with_units_from_a_rule():
+    vocab = load_vocabulary("quantities")
+    assert len(vocab) == 2 * 1000 * len(UNITS) == len(set(vocab.terms))
+    assert {"5 mg", "5mg", "120 mmhg", "30 days", "1000 dollars"} <= set(vocab.terms)
+    assert "0 mg" not in vocab.terms and "1001 mg" not in vocab.terms
+    ex = vocab.extractor()
+    found = ex.extract("Started metoprolol 25 mg twice daily; BP 140 mmHg, weight 80kg.")
+    assert {"25 mg", "140 mmhg", "80kg"} <= {vocab.terms[i] for i in found}
+
+
+def test_lists_combine_with_plus_first_occurrence_wins(tmp_path):
+    f = tmp_path / "codes.txt"
+    f.write_text("copd\ni10\nheart\n")
+    vocab = load_vocabulary(f"english:500+quantities+file:{f}")
+    english = load_vocabulary("english:500")
+    assert vocab.terms[:len(english)] == english.terms  # order kept, English first
+    assert {"5 mg", "copd", "i10"} <= set(vocab.terms) and len(set(vocab.terms)) == len(vocab)
+    assert vocab.name == f"english:500+quantities+file:{f.name}"
+    text = "The copd patient (i10) took 5 mg of the drug and his heart improved."
+    found = {vocab.terms[i] for i in vocab.extractor().extract(text)}
+    assert {"copd", "i10", "5 mg", "heart"} <= found
+    with pytest.raises(InputError, match="two or more"):
+        load_vocabulary("english+")
+    with pytest.raises(InputError, match="unknown vocabulary"):
+        load_vocabulary("english:500+nonsense")

@@ -52,8 +52,9 @@ Labels = Annotated[str | None, typer.Option(
     "of too few documents are dropped, with their documents.", rich_help_panel=INPUT)]
 
 Vocab = Annotated[str, typer.Option(
-    help="Public vocabulary: english, english:N, glove, glove:N, medical, or a file "
-    "(one term per line).", rich_help_panel=SEEDER)]
+    help="Public vocabulary: english, english:N, glove, glove:N, medical, quantities "
+    "(numbers with units), or a file (one term per line); combine with +, e.g. "
+    "english:20000+quantities.", rich_help_panel=SEEDER)]
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]
