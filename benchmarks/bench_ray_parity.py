@@ -124,7 +124,8 @@ def main() -> None:
             "protocol; B: whole real test documents). The exact sums before noise are equal "
             "bit for bit (`tests/test_ray_engine.py`). Fit time excludes embedding; on one "
             f"2-core machine Ray adds its task overhead and gains no cores. Code: `src/` "
-            f"tree {src}.\n\n" + body))
+            f"tree {src}; cells computed by " + ", ".join(sorted(
+                {f"`{r['command']}`" for r in rows if r["src"] == src})) + ".\n\n" + body))
 
 
 if __name__ == "__main__":
