@@ -104,11 +104,13 @@ def augpe_corpus() -> Corpus:
     return Corpus(texts=tuple(texts), labels=tuple(labels), source="vote test")
 
 
-def run_augpe_votes(corpus: Corpus, embedder, run_dir, monkeypatch, iterations: int = 2):
+def run_augpe_votes(corpus: Corpus, embedder, run_dir, monkeypatch, iterations: int = 2,
+                    said: list | None = None):
     """A tiny Aug-PE run (no vocabulary): the result and, per iteration, the exact counts
-    handed to ``release_histograms``."""
+    handed to ``release_histograms`` (``said``: collects the run's messages)."""
     captured: list[dict] = []
-    release = augpe_run.release_histograms
+    said = [] if said is None else said
+    release = augpe_privacy.release_histograms  # the real one, even when patched twice
 
     def capture(counts, noise, ledger, t):
         captured.append({c: np.array(v) for c, v in counts.items()})
@@ -118,7 +120,7 @@ def run_augpe_votes(corpus: Corpus, embedder, run_dir, monkeypatch, iterations: 
     cfg = AugPEConfig(document_type="clinical note", per_class=3, iterations=iterations,
                       random_words=0, embedder=embedder, max_tokens=32)
     result = run_augpe(corpus, cfg, cfg.noise(4.0, 1e-5), RecordingBackend(answer=_answer),
-                       run_dir, classes=CLASSES, seed=5, epsilon_cap=4.0)
+                       run_dir, classes=CLASSES, seed=5, epsilon_cap=4.0, say=said.append)
     return result, captured
 
 
