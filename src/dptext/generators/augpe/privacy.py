@@ -92,11 +92,13 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norms, 1e-12)
 
 
-def nearest_votes(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
-    """Histogram over ``synthetic`` rows: each ``private`` row votes once, for its nearest
-    synthetic row (L2 on unit vectors = largest cosine). One matrix product per block."""
-    counts = np.zeros(len(synthetic), dtype=np.float64)
-    if len(private) == 0:
+def nearest_counts(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
+    """Votes (int64) over ``synthetic`` rows: each ``private`` row votes once, for its
+    nearest synthetic row (L2 on unit vectors = largest cosine). One matrix product per
+    block of ``BLOCK`` rows. The one copy of the voting rule: ``nearest_votes`` and the
+    batch function ``VoteCounts`` both count with it."""
+    counts = np.zeros(len(synthetic), dtype=np.int64)
+    if len(private) == 0 or len(synthetic) == 0:
         return counts
     syn = _unit(synthetic)
     for start in range(0, len(private), BLOCK):
@@ -105,11 +107,81 @@ def nearest_votes(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
     return counts
 
 
+def nearest_votes(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
+    """``nearest_counts`` as float64 (the histogram ``release`` takes)."""
+    return nearest_counts(private, synthetic).astype(np.float64)
+
+
+_EMBEDDERS: dict[str, object] = {}  # per process (a Ray worker): embedders loaded by name
+
+
+def _embedder_named(name: str):
+    """The embedder ``name``, loaded once per process, WITHOUT a cache: private documents
+    are never written to the embedding cache."""
+    emb = _EMBEDDERS.get(name)
+    if emb is None:
+        from dptext.embed import load_embedder
+
+        emb = _EMBEDDERS[name] = load_embedder(name, cache_dir=None)
+    return emb
+
+
+class VoteCounts:
+    """Batch function (``dptext.compute.map_sum``) of one iteration's votes, over
+    ``(document, class position)`` items: int64 ``(classes, max population)``, row k
+    the votes of class k's documents for its synthetic samples (``nearest_counts``;
+    columns past class k's population stay 0).
+
+    Public parameters only: ``synthetic``, the synthetic samples' embeddings of every
+    class in the run's class order, and ``embedder``. ``embedder=None``: the documents are
+    already embedded (vectors; the local engine embeds the private corpus once per run
+    and reuses it every iteration). Otherwise they are texts, embedded here by the
+    embedder of that name (loaded once per process, no cache) or by that embedder object:
+    on Ray every iteration's batches re-embed their documents on the workers, so the
+    private embeddings are never held by the driver nor kept in the object store between
+    iterations.
+    """
+
+    def __init__(self, synthetic, embedder=None):
+        self.synthetic = [np.asarray(s, dtype=np.float32) for s in synthetic]
+        self.embedder = embedder
+        self.width = max((len(s) for s in self.synthetic), default=0)
+
+    def _vectors(self, docs: list) -> np.ndarray:
+        if self.embedder is None:
+            return np.asarray(np.stack(docs), dtype=np.float32)
+        emb = (_embedder_named(self.embedder) if isinstance(self.embedder, str)
+               else self.embedder)
+        return np.asarray(emb.encode(list(docs)), dtype=np.float32)
+
+    def __call__(self, batch) -> np.ndarray:
+        out = np.zeros((len(self.synthetic), self.width), dtype=np.int64)
+        if not batch:
+            return out
+        position = np.fromiter((k for _, k in batch), dtype=np.int64, count=len(batch))
+        x = self._vectors([doc for doc, _ in batch])
+        for k, syn in enumerate(self.synthetic):
+            rows = x[position == k]
+            if len(rows):
+                out[k, :len(syn)] = nearest_counts(rows, syn)
+        return out
+
+
+def release_histograms(counts_by_class: dict, noise: NoiseSpec, ledger: PrivacyLedger,
+                       iteration: int) -> dict:
+    """Release every class's exact vote histogram of one iteration (one parallel group,
+    one ``release`` per class, in the order of ``counts_by_class``)."""
+    stage = vote_stage(iteration)
+    return {c: release(np.asarray(counts, dtype=np.float64), VOTE_SENSITIVITY, noise,
+                       ledger=ledger, name=stage, partition=str(c), parallel_group=stage)
+            for c, counts in counts_by_class.items()}
+
+
 def release_votes(private_by_class: dict, synthetic_by_class: dict, noise: NoiseSpec,
                   ledger: PrivacyLedger, iteration: int) -> dict:
-    """The noisy vote histogram of every class for one iteration (one parallel group)."""
-    stage = vote_stage(iteration)
-    return {c: release(nearest_votes(private_by_class.get(c, np.empty((0, 1))), syn),
-                       VOTE_SENSITIVITY, noise, ledger=ledger, name=stage, partition=str(c),
-                       parallel_group=stage)
-            for c, syn in synthetic_by_class.items()}
+    """The noisy vote histogram of every class for one iteration (one parallel group),
+    from embeddings in memory (the run counts with ``VoteCounts`` on the compute engine
+    and releases with ``release_histograms``)."""
+    return release_histograms(
+        {c: nearest_votes(private_by_class.get(c, np.empty((0, 1))), syn)
+         for c, syn in synthetic_by_class.items()}, noise, ledger, iteration)

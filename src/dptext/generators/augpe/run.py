@@ -21,8 +21,16 @@ from typing import Any
 
 import numpy as np
 
+from dptext.compute import DEFAULT_BATCH, current_engine, map_sum
 from dptext.corpus import Corpus
-from dptext.generators.augpe.privacy import VOCAB_STAGE, plan_noise, release_votes, vote_stage
+from dptext.generators.augpe.privacy import (
+    BLOCK,
+    VOCAB_STAGE,
+    VoteCounts,
+    plan_noise,
+    release_histograms,
+    vote_stage,
+)
 from dptext.generators.augpe.prompts import (
     BLANK,
     VARIATIONS,
@@ -146,7 +154,8 @@ class _Evolution:
         self.stats = stats if stats is not None else RunStats()
         self.params = SamplingParams(cfg.max_tokens, cfg.temperature, cfg.top_p)
         self._embedder = None
-        self._private: dict | None = None
+        self._private: list | None = None
+        self._said_ray = False
 
     # ---------------------------------------------------------------- helpers
     def embedder(self):
@@ -158,12 +167,42 @@ class _Evolution:
                 if isinstance(self.cfg.embedder, str) else self.cfg.embedder
         return self._embedder
 
-    def private_embeddings(self) -> dict:
+    def _members(self) -> list[tuple[int, int]]:
+        """(document index, class position) of every private document of a public class
+        (a document of a label outside them votes nowhere)."""
+        by_class = _class_of(self.corpus, self.classes)
+        return [(int(i), k) for k, c in enumerate(self.classes) for i in by_class[c]]
+
+    def private_embeddings(self) -> list[tuple[np.ndarray, int]]:
+        """The local engine's vote items: (embedding, class position) per private document,
+        embedded once per run (no cache) and reused by every iteration."""
         if self._private is None:
             self.say("embedding the private documents (no cache)")
             emb = np.asarray(self.embedder().encode(list(self.corpus.texts)), dtype=np.float32)
-            self._private = {c: emb[i] for c, i in _class_of(self.corpus, self.classes).items()}
+            self._private = [(emb[i], k) for i, k in self._members()]
         return self._private
+
+    def vote_counts(self, by_class: dict) -> np.ndarray:
+        """Exact votes of every class, int64 ``(classes, max population)``, as a
+        ``map_sum`` over the private documents on the current compute engine.
+
+        Local engine: the documents' embeddings from ``private_embeddings`` (embedded once
+        per run). Ray: the workers receive (text, class position) batches and the batch
+        function with the public synthetic embeddings and the embedder's name (or the
+        embedder, pickled), and embed their batch themselves, again every iteration (no
+        private embedding is kept on the driver or in the object store between
+        iterations); the noise is added afterwards, on the driver, by ``release``.
+        """
+        synthetic = [by_class[c] for c in self.classes]
+        if current_engine().name == "local":
+            return map_sum(VoteCounts(synthetic), self.private_embeddings(), BLOCK)
+        if not self._said_ray:
+            self._said_ray = True
+            self.say("the Ray workers embed the private documents (no cache), every "
+                     "iteration")
+        texts = self.corpus.texts
+        return map_sum(VoteCounts(synthetic, self.cfg.embedder),
+                       ((texts[i], k) for i, k in self._members()), DEFAULT_BATCH)
 
     def _name(self, c) -> str | None:
         return str(c) if self.cfg.class_names else None
@@ -214,14 +253,16 @@ class _Evolution:
         hist = self.state.votes(t)
         if hist is not None:
             return hist
-        private = self.private_embeddings()
         syn = np.asarray(self.embedder().encode([text for text, _ in population]),
                          dtype=np.float32)
         labels = [label for _, label in population]
         by_class = {c: syn[[i for i, lab in enumerate(labels) if lab == c]]
                     for c in self.classes}
+        counts = self.vote_counts(by_class)
         before = len(self.ledger.releases)
-        hist = release_votes(private, by_class, self.noise[vote_stage(t)], self.ledger, t)
+        hist = release_histograms(
+            {c: counts[k, :len(by_class[c])] for k, c in enumerate(self.classes)},
+            self.noise[vote_stage(t)], self.ledger, t)
         self.state.save_votes(t, hist, self.ledger.releases[before:])  # before any prompt
         return hist
 

@@ -40,27 +40,67 @@ def _teacher_predictions(x_private: np.ndarray, y_private: np.ndarray, x_negativ
     return clf.predict(x_query).astype(np.int64)
 
 
+class TeacherVotes:
+    """Batch function (``dptext.compute.map_sum``) over teachers: for a batch of
+    ``(x_private, y_private)`` shards, one per teacher, the int64 votes
+    ``(len(queried), n_classes + 1)`` of those teachers, each fitted once per candidate
+    fold and answering that fold's queried candidates (``_teacher_predictions``).
+
+    Public parameters only: the candidates' embeddings, their folds, the queried
+    candidates and the number of classes. On Ray a worker receives its teachers' shards
+    (their private documents' embeddings and labels, never the texts) and this function;
+    the noise is added afterwards, on the driver, by ``gnmax``.
+    """
+
+    def __init__(self, x_candidates: np.ndarray, folds: np.ndarray, queried: np.ndarray,
+                 n_classes: int):
+        self.x_candidates = np.asarray(x_candidates)
+        self.folds = np.asarray(folds)
+        self.queried = np.asarray(queried)
+        self.n_classes = int(n_classes)
+
+    def __call__(self, batch) -> np.ndarray:
+        votes = np.zeros((self.queried.size, self.n_classes + 1), dtype=np.int64)
+        for f in (0, 1):
+            rows = np.flatnonzero(self.folds[self.queried] == f)
+            if rows.size == 0 or not batch:
+                continue
+            x_neg = self.x_candidates[self.folds != f]
+            x_q = self.x_candidates[self.queried[rows]]
+            for x_private, y_private in batch:
+                pred = _teacher_predictions(x_private, y_private, x_neg, x_q, self.n_classes)
+                np.add.at(votes, (rows, pred), 1)
+        return votes
+
+
 def teacher_votes(x_private: np.ndarray, y_private: np.ndarray, shards: np.ndarray,
                   n_teachers: int, x_candidates: np.ndarray, folds: np.ndarray,
-                  queried: np.ndarray, n_classes: int, progress=None) -> np.ndarray:
-    """Exact vote histograms, ``(len(queried), n_classes + 1)``: row q counts the teachers
-    voting each class (the last is "public") for candidate ``queried[q]``."""
+                  queried: np.ndarray, n_classes: int, progress=None,
+                  batch_size: int = 1) -> np.ndarray:
+    """Exact vote histograms, ``(len(queried), n_classes + 1)`` (float64, the counts
+    ``gnmax`` releases): row q counts the teachers voting each class (the last is
+    "public") for candidate ``queried[q]``.
+
+    A ``map_sum`` of ``TeacherVotes`` over the teachers (``batch_size`` teachers per
+    batch: one Ray task each) on the current compute engine. ``progress(done, total)``
+    counts teacher fittings (two per teacher): on the local engine those done, on Ray
+    those handed to the cluster (and all of them at the end)."""
+    from dptext.compute import map_sum
+
     step = progress or (lambda done, total: None)
-    votes = np.zeros((queried.size, n_classes + 1), dtype=np.float64)
-    order = [np.flatnonzero(shards == m) for m in range(n_teachers)]
     total = 2 * n_teachers
-    for f in (0, 1):
-        rows = np.flatnonzero(folds[queried] == f)
-        if rows.size == 0:
-            step((f + 1) * n_teachers, total)
-            continue
-        x_neg = x_candidates[folds != f]
-        x_q = x_candidates[queried[rows]]
-        for m, idx in enumerate(order):
-            pred = _teacher_predictions(x_private[idx], y_private[idx], x_neg, x_q, n_classes)
-            np.add.at(votes, (rows, pred), 1.0)
-            step(f * n_teachers + m + 1, total)
-    return votes
+
+    def shards_of_teachers():
+        for m in range(n_teachers):
+            if m and m % batch_size == 0:  # local engine: the batches before m are done
+                step(2 * m, total)
+            idx = np.flatnonzero(shards == m)
+            yield x_private[idx], y_private[idx]
+
+    votes = map_sum(TeacherVotes(x_candidates, folds, queried, n_classes),
+                    shards_of_teachers(), batch_size)
+    step(total, total)
+    return votes.astype(np.float64)
 
 
 def gnmax(votes: np.ndarray, noise: NoiseSpec, ledger: PrivacyLedger) -> np.ndarray:
