@@ -48,13 +48,28 @@ def _slow_recorder():
     return make
 
 
-def test_ray_spec_needs_the_ray_engine():
-    backend = make_backend("ray:recording:")
-    assert backend.identity == "recording"  # the inner model's: shared with a local run
+def test_ray_spec_needs_the_ray_engine(tmp_path):
     with pytest.raises(BackendSpecError, match="--engine ray"):
-        backend.complete(_prompts(1))
+        make_backend("ray:recording:")
     with pytest.raises(BackendSpecError):
         make_backend("ray:")
+    # a run is refused before anything is read or charged
+    import dptext
+
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("text,label\n" + "".join(f"note {i} about cough,a\n" for i in range(9)))
+    with pytest.raises(BackendSpecError, match="--engine ray"):
+        dptext.synthesize(str(corpus), "kps", epsilon=2, out=tmp_path / "o.jsonl",
+                          llm="ray:recording:", label_column="label", labels=["a"])
+    assert not any(tmp_path.glob("o.*"))
+
+
+def test_ray_identity_is_the_inner_models(cluster):
+    address, *_ = cluster
+    with use_engine("ray", address):
+        backend = make_backend("ray:recording:")
+        assert backend.identity == "recording"  # shared with a local run of the model
+        backend.close()
 
 
 def test_a_worker_killed_mid_stage_loses_no_prompt_and_resume_repeats_none(cluster, tmp_path):

@@ -83,14 +83,16 @@ class _ActorMember:
             self._ray.kill(self.actor)
 
 
-def _connect():
+def _ray_engine():
+    """The current compute engine, which must be Ray (checked when the backend is made,
+    so a run is refused before its budget is charged)."""
     from dptext.compute import current_engine
 
     engine = current_engine()
     if engine.name != "ray":
         raise BackendSpecError("--llm ray:SPEC runs on the cluster of --engine ray: add "
                                "--engine ray (and --ray-address auto|local|ADDRESS)")
-    return engine.connect()
+    return engine
 
 
 class RayLLMBackend:
@@ -100,6 +102,7 @@ class RayLLMBackend:
 
     def __init__(self, member: str | Factory, *, workers: int | None = None,
                  **options) -> None:
+        self._engine = _ray_engine()
         if isinstance(member, str):
             if member.split(":", 1)[0] in ("ray", "pool"):
                 raise BackendSpecError("ray: give one backend, e.g. ray:local:qwen2.5-0.5b")
@@ -119,7 +122,7 @@ class RayLLMBackend:
         with self._lock:
             if self._pool is not None:
                 return self._pool
-            ray = _connect()
+            ray = self._engine.connect()
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             nodes = [n for n in ray.nodes()
