@@ -240,3 +240,15 @@ def test_a_batch_that_never_returns_is_submitted_again(cluster, monkeypatch, tmp
         got = map_sum(hangs_once, range(40), 5)
     assert marker.exists()
     assert got.tolist() == [40, sum(range(40))]
+
+
+def test_a_node_with_other_dptext_code_is_refused(cluster, monkeypatch):
+    """The driver checks, once per connection, that every node runs its dptext source."""
+    from dptext import compute
+
+    address, *_ = cluster
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setattr(compute, "code_fingerprint", lambda: "not-the-nodes-code")
+    with pytest.raises(ValueError, match="is not the driver's"), use_engine("ray", address):
+        map_sum(lambda batch: np.array([len(batch)]), range(10), 5)

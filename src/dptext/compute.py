@@ -28,6 +28,8 @@ about its batch: on Ray, a worker's output goes to the cluster's log files.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import itertools
 import os
 import time
@@ -35,6 +37,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Protocol
 
 ENGINES = ("local", "ray")
@@ -149,6 +152,38 @@ def _lost_with_its_node(error: Exception, ray) -> bool:
         getattr(error, "cause", None), OSError | ConnectionError | exc.RayError)
 
 
+@functools.cache
+def code_fingerprint() -> str:
+    """A digest of the dptext package's source (every ``.py`` file under it)."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _node_fingerprint() -> str:
+    return code_fingerprint()
+
+
+def check_nodes_run_this_code(ray) -> None:
+    """Every alive node's dptext has the driver's source (else a worker could count
+    differently from the code that planned the releases): one tiny task pinned to each."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    task = ray.remote(num_cpus=0)(_node_fingerprint)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    found = ray.get([task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        n["NodeID"], soft=False)).remote() for n in nodes])
+    mine = code_fingerprint()
+    other = [f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:8]})"
+             for n, f in zip(nodes, found, strict=True) if f != mine]
+    if other:
+        raise ValueError(f"--engine ray: the dptext on node(s) {', '.join(other)} is not the "
+                         "driver's (its source differs); install the same dptext version "
+                         "on every node")
+
+
 def ray_available() -> bool:
     try:
         import ray  # noqa: F401
@@ -198,6 +233,7 @@ class RayEngine:
                                  "--ray-address, or use --ray-address local") from None
             self._owned = True
         if self._remote is None:
+            check_nodes_run_this_code(ray)
             # a batch lost with its worker process is recomputed by Ray (max_retries);
             # one cut off from a dying node is resubmitted by ``map_sum``
             self._remote = ray.remote(num_cpus=1, max_retries=3)(_run_batch)
