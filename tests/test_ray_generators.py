@@ -83,3 +83,61 @@ def test_pate_teacher_votes_on_ray_are_the_local_engines(cluster):
         assert got.dtype == np.float64 and np.array_equal(got, expected)
     assert calls[-1] == (16, 16)
     _no_canary_in(ray_dir)
+
+
+def test_pate_teachers_embed_their_shards_on_ray(cluster):
+    """On Ray each teacher's task embeds its own shard's texts (by the embedder's name):
+    the votes equal those from the driver's embeddings of the whole corpus."""
+    from dptext.embed import private_vectors
+    from dptext.generators.pate.shards import shard_of
+    from dptext.generators.pate.teachers import teacher_votes
+
+    address, ray_dir, _ = cluster
+    topics = ("goal match team", "vote party minister", "shares profit market")
+    texts = [f"{topics[i % 3]} report {i}" for i in range(45)] + [CANARY]
+    y = np.array([i % 3 for i in range(45)] + [0])
+    shards = shard_of(texts, 6, b"ray pate salt".ljust(32, b"."))
+    cand = [f"{t} candidate {j}" for t in topics for j in range(6)]
+    x_cand = private_vectors("model2vec", cand).astype(np.float64)
+    folds, queried = np.arange(len(cand)) % 2, np.arange(0, len(cand), 2)
+    x_priv = private_vectors("model2vec", texts).astype(np.float64)
+    args = (shards, 6, x_cand, folds, queried, 3)
+    driver = teacher_votes(x_priv, y, *args)
+    with use_engine("ray", address):
+        workers = teacher_votes(texts, y, *args, embedder="model2vec", batch_size=2)
+    assert np.array_equal(workers, driver) and driver.sum() == 6 * len(queried)
+    _no_canary_in(ray_dir)
+
+
+@pytest.mark.parametrize("method", ["augpe", "pate"])
+def test_augpe_and_pate_run_end_to_end_on_ray(cluster, tmp_path, method):
+    """``dptext.synthesize(..., engine="ray")``: the run completes with the local run's
+    release records (stage, partition, sensitivity, noise scale) and its document count."""
+    import dptext
+    from dptext.corpus import read_corpus
+    from dptext.llm.recording import RecordingBackend
+
+    bbc = read_corpus("demo:bbc-news/train")
+    keep = [i for c in ("sports", "tech") for i in
+            np.flatnonzero(np.asarray(bbc.labels) == c)[:25]]
+    path = tmp_path / "c.csv"
+    import pandas as pd
+
+    pd.DataFrame({"text": [bbc.texts[i] for i in keep],
+                  "label": [bbc.labels[i] for i in keep]}).to_csv(path, index=False)
+    options = (dict(per_class=1, iterations=1, random_words=0, max_tokens=40)
+               if method == "augpe" else dict(documents=4, teachers=4, max_tokens=40))
+    address, *_ = cluster
+    runs = {}
+    for engine in ("local", "ray"):
+        runs[engine] = dptext.synthesize(
+            str(path), method, epsilon=2.0, out=tmp_path / engine / "o.jsonl",
+            label_column="label", labels=("sports", "tech"), embedder="model2vec",
+            llm=RecordingBackend(), engine=engine,
+            ray_address=address if engine == "ray" else None, **options)
+
+    def records(r):
+        return [(x.name, x.partition, x.sensitivity, x.noise_scale) for x in r.ledger.releases]
+
+    assert records(runs["ray"]) == records(runs["local"]) and records(runs["local"])
+    assert len(runs["ray"].documents) == len(runs["local"].documents) > 0

@@ -10,8 +10,10 @@ cache writes phrases to disk (see ``cache.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import numpy as np
 
 from dptext.corpus import InputError
 from dptext.embed.base import Embedder, default_cache_dir, models_dir
@@ -31,6 +33,7 @@ __all__ = [
     "load_embedder",
     "models_dir",
     "mpnet_available",
+    "private_vectors",
 ]
 
 EMBEDDERS: dict[str, str] = {
@@ -80,3 +83,22 @@ def _looks_like_path(spec: str) -> bool:
 def _choices() -> str:
     names = ", ".join(repr(k) for k in EMBEDDERS)
     return f"{names}, or the path of a local sentence-transformers model folder"
+
+
+_PRIVATE: dict[str, Embedder] = {}  # per process (a Ray worker too): loaded once by name
+
+
+def private_vectors(embedder: str | Embedder, texts: Sequence[str]) -> np.ndarray:
+    """float32 embeddings of PRIVATE texts, never through the on-disk cache.
+
+    ``embedder``: a name (loaded once per process and kept, so a Ray worker loads it once
+    for all its batches) or an embedder object."""
+    if isinstance(embedder, str):
+        emb = _PRIVATE.get(embedder)
+        if emb is None:
+            emb = _PRIVATE[embedder] = load_embedder(embedder, cache_dir=None)
+    else:
+        emb = embedder
+    if not len(texts):
+        return np.zeros((0, emb.dim), dtype=np.float32)
+    return np.asarray(emb.encode(list(texts)), dtype=np.float32)

@@ -112,20 +112,6 @@ def nearest_votes(private: np.ndarray, synthetic: np.ndarray) -> np.ndarray:
     return nearest_counts(private, synthetic).astype(np.float64)
 
 
-_EMBEDDERS: dict[str, object] = {}  # per process (a Ray worker): embedders loaded by name
-
-
-def _embedder_named(name: str):
-    """The embedder ``name``, loaded once per process, WITHOUT a cache: private documents
-    are never written to the embedding cache."""
-    emb = _EMBEDDERS.get(name)
-    if emb is None:
-        from dptext.embed import load_embedder
-
-        emb = _EMBEDDERS[name] = load_embedder(name, cache_dir=None)
-    return emb
-
-
 class VoteCounts:
     """Batch function (``dptext.compute.map_sum``) of one iteration's votes, over
     ``(document, class position)`` items: int64 ``(classes, max population)``, row k
@@ -150,9 +136,9 @@ class VoteCounts:
     def _vectors(self, docs: list) -> np.ndarray:
         if self.embedder is None:
             return np.asarray(np.stack(docs), dtype=np.float32)
-        emb = (_embedder_named(self.embedder) if isinstance(self.embedder, str)
-               else self.embedder)
-        return np.asarray(emb.encode(list(docs)), dtype=np.float32)
+        from dptext.embed import private_vectors
+
+        return private_vectors(self.embedder, docs)
 
     def __call__(self, batch) -> np.ndarray:
         out = np.zeros((len(self.synthetic), self.width), dtype=np.int64)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dptext.compute import current_engine
 from dptext.corpus import Corpus, write_jsonl
 from dptext.files import write_json_atomic
 from dptext.generators.base import (
@@ -339,9 +340,13 @@ class PateGenerator(BaseGenerator):
         keep = [i for i, lab in enumerate(labels) if lab in index]
         texts, labels = [texts[i] for i in keep], [labels[i] for i in keep]
         y = np.array([index[lab] for lab in labels], dtype=np.int64)
-        ctx.say("embedding the private documents (in memory only)")
-        x_priv = np.asarray(emb.encode(list(texts)), dtype=np.float64)
         shards = shard_of(texts, self.config.teachers, new_salt())
+        if current_engine().name == "local":
+            ctx.say("embedding the private documents (in memory only)")
+            x_priv, by = np.asarray(emb.encode(list(texts)), dtype=np.float64), None
+        else:  # each teacher's task embeds its own shard on the cluster (no cache)
+            ctx.say("the Ray workers embed each teacher's private documents (no cache)")
+            x_priv, by = texts, self.config.embedder
         started = time.perf_counter()
         ctx.say(f"training 2 × {self.config.teachers} teachers and answering "
                 f"{layout.queries} queries")
@@ -354,7 +359,7 @@ class PateGenerator(BaseGenerator):
                 ctx.say(f"  teachers: {done}/{total}")
 
         votes = teacher_votes(x_priv, y, shards, self.config.teachers, x_cand, folds, queried,
-                              len(layout.classes), progress=step_done)
+                              len(layout.classes), progress=step_done, embedder=by)
         del texts, labels, x_priv
         noisy = gnmax(votes, NoiseSpec(**step["noise"]["votes"]), ctx.ledger)
         ctx.say(f"teachers voted in {time.perf_counter() - started:.0f} s; GNMax released")

@@ -47,27 +47,40 @@ class TeacherVotes:
     fold and answering that fold's queried candidates (``_teacher_predictions``).
 
     Public parameters only: the candidates' embeddings, their folds, the queried
-    candidates and the number of classes. On Ray a worker receives its teachers' shards
-    (their private documents' embeddings and labels, never the texts) and this function;
-    the noise is added afterwards, on the driver, by ``gnmax``.
+    candidates, the number of classes and ``embedder``. ``embedder=None``: a shard's
+    documents come embedded (the local engine embeds the corpus once, on the driver);
+    otherwise they are texts, embedded here (``private_vectors``: by name, loaded once per
+    worker process, no cache) — on Ray a worker receives its teachers' texts and labels and
+    the driver never embeds the private corpus. The noise is added afterwards, on the
+    driver, by ``gnmax``.
     """
 
     def __init__(self, x_candidates: np.ndarray, folds: np.ndarray, queried: np.ndarray,
-                 n_classes: int):
+                 n_classes: int, embedder=None):
         self.x_candidates = np.asarray(x_candidates)
         self.folds = np.asarray(folds)
         self.queried = np.asarray(queried)
         self.n_classes = int(n_classes)
+        self.embedder = embedder
+
+    def _shard(self, docs, labels) -> tuple[np.ndarray, np.ndarray]:
+        if self.embedder is None:
+            return np.asarray(docs), np.asarray(labels)
+        from dptext.embed import private_vectors
+
+        return private_vectors(self.embedder, list(docs)).astype(np.float64), \
+            np.asarray(labels)
 
     def __call__(self, batch) -> np.ndarray:
         votes = np.zeros((self.queried.size, self.n_classes + 1), dtype=np.int64)
+        shards = [self._shard(docs, labels) for docs, labels in batch]  # embedded once
         for f in (0, 1):
             rows = np.flatnonzero(self.folds[self.queried] == f)
-            if rows.size == 0 or not batch:
+            if rows.size == 0 or not shards:
                 continue
             x_neg = self.x_candidates[self.folds != f]
             x_q = self.x_candidates[self.queried[rows]]
-            for x_private, y_private in batch:
+            for x_private, y_private in shards:
                 pred = _teacher_predictions(x_private, y_private, x_neg, x_q, self.n_classes)
                 np.add.at(votes, (rows, pred), 1)
         return votes
@@ -76,13 +89,15 @@ class TeacherVotes:
 def teacher_votes(x_private: np.ndarray, y_private: np.ndarray, shards: np.ndarray,
                   n_teachers: int, x_candidates: np.ndarray, folds: np.ndarray,
                   queried: np.ndarray, n_classes: int, progress=None,
-                  batch_size: int = 1) -> np.ndarray:
+                  batch_size: int = 1, embedder=None) -> np.ndarray:
     """Exact vote histograms, ``(len(queried), n_classes + 1)`` (float64, the counts
     ``gnmax`` releases): row q counts the teachers voting each class (the last is
     "public") for candidate ``queried[q]``.
 
     A ``map_sum`` of ``TeacherVotes`` over the teachers (``batch_size`` teachers per
-    batch: one Ray task each) on the current compute engine. ``progress(done, total)``
+    batch: one Ray task each) on the current compute engine. ``x_private``: the private
+    documents' embeddings, or (with ``embedder``) their texts, embedded by each teacher's
+    task. ``progress(done, total)``
     counts teacher fittings (two per teacher): on the local engine those done, on Ray
     those handed to the cluster (and all of them at the end)."""
     from dptext.compute import map_sum
@@ -97,7 +112,9 @@ def teacher_votes(x_private: np.ndarray, y_private: np.ndarray, shards: np.ndarr
             idx = np.flatnonzero(shards == m)
             yield x_private[idx], y_private[idx]
 
-    votes = map_sum(TeacherVotes(x_candidates, folds, queried, n_classes),
+    if embedder is not None:
+        x_private = np.asarray(list(x_private), dtype=object)  # texts, indexable by shard
+    votes = map_sum(TeacherVotes(x_candidates, folds, queried, n_classes, embedder),
                     shards_of_teachers(), batch_size)
     step(total, total)
     return votes.astype(np.float64)
