@@ -171,13 +171,19 @@ def check_nodes_run_this_code(ray) -> None:
     differently from the code that planned the releases): one tiny task pinned to each."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    task = ray.remote(num_cpus=0)(_node_fingerprint)
+    task = ray.remote(num_cpus=0, max_retries=0)(_node_fingerprint)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
-    found = ray.get([task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote() for n in nodes])
-    mine = code_fingerprint()
-    other = [f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:8]})"
-             for n, f in zip(nodes, found, strict=True) if f != mine]
+    refs = [task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        n["NodeID"], soft=False)).remote() for n in nodes]
+    mine, other = code_fingerprint(), []
+    for n, ref in zip(nodes, refs, strict=True):
+        try:
+            found = ray.get(ref)
+        except (ray.exceptions.TaskUnschedulableError, ray.exceptions.WorkerCrashedError,
+                ray.exceptions.NodeDiedError):
+            continue  # the node went away since it was listed: it will run nothing
+        if found != mine:
+            other.append(f"{n.get('NodeManagerAddress', '?')} ({n['NodeID'][:8]})")
     if other:
         raise ValueError(f"--engine ray: the dptext on node(s) {', '.join(other)} is not the "
                          "driver's (its source differs); install the same dptext version "
