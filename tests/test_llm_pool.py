@@ -64,3 +64,13 @@ def test_every_member_failing_raises_the_last_error_and_a_good_member_is_preferr
         assert "server gone" in str(e)
     else:  # pragma: no cover
         raise AssertionError("a pool with no working member answered")
+
+
+def test_the_cli_time_out_reaches_http_backends_and_members_only():
+    from dptext.llm.base import http_options
+
+    pool = make_backend("pool:openai:m@http://127.0.0.1:9/v1,local:qwen2.5-0.5b",
+                        **http_options("pool:...", {"timeout": 7.0}))
+    assert pool.members[0].timeout == 7.0  # the local member was made without it
+    assert http_options("ray:openai:m@http://127.0.0.1:9/v1", {"timeout": 7.0})
+    assert http_options("local:qwen2.5-0.5b", {"timeout": 7.0}) == {}

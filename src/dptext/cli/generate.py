@@ -13,7 +13,7 @@ import typer
 
 from dptext.cli import options as o
 from dptext.cli.app import app
-from dptext.llm.base import HTTP_SCHEMES
+from dptext.llm.base import http_options
 from dptext.llm.models import DEFAULT_LOCAL_MODEL
 
 DEFAULT_LLM = f"local:{DEFAULT_LOCAL_MODEL}"
@@ -114,7 +114,7 @@ def generate(
         if method != "kps" and epsilon is None:
             raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")
         stages = o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde)
-    llm_options = {"timeout": timeout} if llm.split(":")[0] in (*HTTP_SCHEMES, "pool") else {}
+    llm_options = http_options(llm, {"timeout": timeout})
     if method != "kps":
         from dptext.generators.registry import generator_class
 

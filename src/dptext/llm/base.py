@@ -28,6 +28,8 @@ class LLMBackend(Protocol):
 BackendFactory = Callable[..., LLMBackend]
 #: schemes served over HTTP (they take ``timeout=``)
 HTTP_SCHEMES = ("openai", "anthropic", "bedrock")
+#: schemes whose members may be HTTP backends (they pass ``timeout=`` on to those)
+GROUP_SCHEMES = ("pool", "ray")
 _REGISTRY: dict[str, BackendFactory] = {}
 
 
@@ -49,6 +51,12 @@ def available_schemes() -> list[str]:
 def _load_builtin() -> None:
     # Importing the modules registers their schemes (lazy: keeps `import dptext.llm` cheap).
     from dptext.llm import anthropic, local, openai, pool, ray_pool, recording  # noqa: F401
+
+
+def http_options(spec: str, options: dict) -> dict:
+    """``options`` (e.g. ``timeout=``) for a spec that is, or may hold, an HTTP backend;
+    none for the others (a local model takes no time-out)."""
+    return options if spec.partition(":")[0] in (*HTTP_SCHEMES, *GROUP_SCHEMES) else {}
 
 
 def make_backend(spec: str, **options) -> LLMBackend:

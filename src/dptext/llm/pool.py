@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from dptext.llm.base import HTTP_SCHEMES, LLMBackend, make_backend, register_backend
+from dptext.llm.base import LLMBackend, http_options, make_backend, register_backend
 from dptext.llm.errors import BackendSpecError, LLMError
 from dptext.llm.types import Completion, Prompt
 
@@ -87,6 +87,4 @@ def _factory(rest: str, **options) -> PoolBackend:
                                "pool:openai:MODEL@URL1,openai:MODEL@URL2")
     if any(s.startswith("pool:") for s in specs):
         raise BackendSpecError("pool: a pool cannot hold another pool")
-    # HTTP options (``timeout``) go to the HTTP members only
-    return PoolBackend([make_backend(s, **(options if s.split(":")[0] in HTTP_SCHEMES
-                                           else {})) for s in specs])
+    return PoolBackend([make_backend(s, **http_options(s, options)) for s in specs])

@@ -24,7 +24,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
-from dptext.llm.base import HTTP_SCHEMES, LLMBackend, make_backend, register_backend
+from dptext.llm.base import LLMBackend, http_options, make_backend, register_backend
 from dptext.llm.errors import BackendSpecError, LLMError, RetryableLLMError
 from dptext.llm.pool import PoolBackend
 from dptext.llm.types import Completion, Prompt
@@ -167,6 +167,4 @@ def _factory(rest: str, **options) -> RayLLMBackend:
     if not rest:
         raise BackendSpecError("ray: give the backend each node runs, e.g. "
                                "ray:local:qwen2.5-0.5b or ray:openai:MODEL@URL")
-    scheme = rest.split(":", 1)[0]
-    # HTTP options (``timeout``) go to HTTP members only
-    return RayLLMBackend(rest, **(options if scheme in HTTP_SCHEMES else {}))
+    return RayLLMBackend(rest, **http_options(rest, options))
