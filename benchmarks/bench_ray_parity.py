@@ -32,6 +32,7 @@ from bench_keyphrase_models import (
     append_row,
     default_work_dir,
     load_rows,
+    mean_sd,
     src_tree,
 )
 from dptext.compute import use_engine
@@ -40,13 +41,6 @@ from record import command_line, markdown_table, record
 
 CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77")
 EPSILON = 6.0
-
-
-def mean_sd(values: list[float]) -> str:
-    if not values:
-        return "–"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.fmean(values):.3f} ± {sd:.3f}"
 
 
 def report(rows: list[dict], corpora: list[str], src: str) -> str:

@@ -25,6 +25,7 @@ from bench_keyphrase_models import (
     CorpusBench,
     TimedEmbedder,
     default_work_dir,
+    mean_sd,
 )
 from dptext.embed import load_embedder
 from dptext.generators.kps import KeyphraseSeeder
@@ -59,9 +60,7 @@ def main() -> None:
         bench = CorpusBench(corpus, embedder, default_work_dir(), TEST_DOCS, CEILING_DOCS)
         for s in values:
             got = [accuracy(bench, timed, embedder, s, seed) for seed in seeds]
-            acc = [a for a, _ in got]
-            sd = statistics.stdev(acc) if len(acc) > 1 else 0.0
-            rows.append([corpus, s, f"{statistics.fmean(acc):.3f} ± {sd:.3f}",
+            rows.append([corpus, s, mean_sd([a for a, _ in got]),
                          f"{statistics.fmean(v for _, v in got):.0f}"])
             print(" | ".join(map(str, rows[-1])), flush=True)
     body = markdown_table(["corpus", "S (terms per document)", "whole-document accuracy",

@@ -163,6 +163,8 @@ def code_fingerprint() -> str:
 
 
 def _node_fingerprint() -> str:
+    """On a node: the digest of that node's own dptext (a module-level function is sent
+    by name, so the worker runs its installed code, not the driver's)."""
     return code_fingerprint()
 
 

@@ -97,9 +97,9 @@ def teacher_votes(x_private: np.ndarray, y_private: np.ndarray, shards: np.ndarr
     A ``map_sum`` of ``TeacherVotes`` over the teachers (``batch_size`` teachers per
     batch: one Ray task each) on the current compute engine. ``x_private``: the private
     documents' embeddings, or (with ``embedder``) their texts, embedded by each teacher's
-    task. ``progress(done, total)``
-    counts teacher fittings (two per teacher): on the local engine those done, on Ray
-    those handed to the cluster (and all of them at the end)."""
+    task. ``progress(done, total)`` counts teacher fittings (two per teacher): on the
+    local engine those done, on Ray those handed to the cluster (and all of them at the
+    end)."""
     from dptext.compute import map_sum
 
     step = progress or (lambda done, total: None)
