@@ -273,6 +273,12 @@ def model_label(r: dict, src: str) -> str:
     return r["model"] if r["src"] == src else f"{r['model']} ({first_commit_with_src(r['src'])})"
 
 
+def terms_per_doc(r: dict) -> str:
+    """S of a cell, from its histogram release's L2 sensitivity √S (rows of every commit)."""
+    sens = [x[2] for x in r["releases"] if x[0].startswith(("class × term", "vocabulary"))]
+    return f"{round(sens[0] ** 2)}" if sens else "–"
+
+
 def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
     from record import markdown_table
 
@@ -290,10 +296,10 @@ def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
             table.append([corpus, f"real documents (ceiling: {c['ceiling_docs']} train → "
                           f"{c['test_docs_used']} test)", "–", "–", f"{c['ceiling_A']:.3f}",
                           f"{c['ceiling_B']:.3f}", f"{c['ceiling_B_f1']:.3f}", "1.00", "–", "–",
-                          "–"])
+                          "–", "–"])
             table.append([corpus, "majority class", "–", "–", f"{c['majority']:.3f}",
                           f"{c['majority']:.3f}", "–", f"{c['majority'] / c['ceiling_B']:.2f}",
-                          "–", "–", "–"])
+                          "–", "–", "–", "–"])
         else:
             missing.append(f"* {corpus}: the ceilings")
         for label in labels:
@@ -314,6 +320,7 @@ def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
                     f"{np.mean(b) / c['ceiling_B']:.2f}" if c else "–",
                     mean_sd([r["acc_B"] for r in limit]) if not math.isinf(eps) else "(this row)",
                     f"{np.mean([r['vocab'] for r in got]):.0f}",
+                    ", ".join(terms_per_doc(r) for r in got),
                     f"{np.mean([r['fit_s'] for r in got]):.1f}"])
             if lacking and not any((corpus, label, eps_name(e)) in cells for e in args.epsilons):
                 missing.append(f"* {corpus}, `{label}`: not run at any ε")
@@ -322,7 +329,7 @@ def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
     body = markdown_table(
         ["corpus", "keyphrase model", "ε", "seeds", "A: table-5 accuracy",
          "B: whole-document accuracy", "B: macro-F1", "B / ceiling", "B at ε → ∞",
-         "terms in Ṽ", "fit s"], table)
+         "terms in Ṽ", "S per seed", "fit s"], table)
     return body, missing
 
 

@@ -1,5 +1,5 @@
-"""Audits of DP-KPS's default model releases: the class × term histogram and the private
-model selection (report-noisy-max over validation scores).
+"""Audits of DP-KPS's default model releases: the class × term histogram, the private
+model selection (report-noisy-max over validation scores) and the private choice of S.
 
 * ``audit_histogram``: ``kde.histogram.release_histogram`` on a small corpus D and on
   D' = D + one document of S terms; the statistic is the released matrix projected on
@@ -11,6 +11,10 @@ model selection (report-noisy-max over validation scores).
   candidate 0 labels right; the statistic is whether candidate 0 is chosen. Its
   ``unbounded`` control counts each document twice (the sensitivity stated as 1 is 2);
   its ``half-noise`` control draws the noise of 2ε and records ε.
+* ``audit_terms_per_doc``: the private choice of S (``kde.terms_per_doc``) on an empty
+  corpus D and on D' = one document with more distinct terms than the largest
+  candidate; the statistic is the chosen S. Controls as for the selection (``unbounded``: that
+  document counts twice).
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from contextlib import contextmanager
 import numpy as np
 
 from dptext.audits.common import canary_copies, swapped
-from dptext.kde import histogram
+from dptext.kde import histogram, terms_per_doc
 from dptext.privacy import NoiseSpec, PrivacyLedger, selection
 from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
 from dptext.privacy.selection import select_noisy_max
+from dptext.text.vocabulary import PublicVocabulary
 
 S, CLASSES, TERMS = 3, 4, 8
 LABELS = tuple(f"c{k}" for k in range(CLASSES))
@@ -127,5 +132,35 @@ def audit_selection(epsilon: float = 1.0, candidates: int = 20, *, runs: int = 1
     return audit_statistics(
         f"model selection (report-noisy-max, {candidates} candidates)",
         [(out[0], out[1], "candidate 0 chosen")],
+        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
+        started=started, broken=broken)
+
+
+def audit_terms_per_doc(epsilon: float = 1.0, *, runs: int = 10_000, confidence: float = 0.95,
+                        broken: str = "none") -> AuditRow:
+    """The private choice of S (``kde.terms_per_doc``), through the real extractor, scores
+    and sensitivity, between the default grid's extremes (S = 2 or its largest): D has
+    no document (a tie), D' one with more distinct public terms than the largest S —
+    it adds 14 to S = 2's score and 113 (the stated sensitivity) to the largest S's,
+    so the audit sees (113 − 14)/113 of ε. The statistic is the chosen S."""
+    weight = canary_copies(broken)  # unbounded: the long document counts twice
+    started = time.perf_counter()
+    grid = (min(terms_per_doc.GRID), max(terms_per_doc.GRID))
+    terms = tuple(f"w{i}" for i in range(grid[1] + 8))
+    extractor = PublicVocabulary("audit", terms).extractor()
+    out = []
+    ledger = PrivacyLedger()
+    with _half_noise_selection(broken == "half-noise"):
+        for texts in ([], [" ".join(terms)] * weight):
+            scores = terms_per_doc.TermCountScores(extractor, grid)(texts).tolist()
+            ledger = PrivacyLedger()
+            picks = [terms_per_doc.choose_terms_per_doc(scores, epsilon=epsilon, ledger=ledger,
+                                                        grid=grid)
+                     for _ in range(runs)]
+            out.append(np.asarray(picks, dtype=float))
+    claimed = PrivacyLedger(releases=ledger.releases[:1]).guarantee()  # one choice's claim
+    return audit_statistics(
+        f"terms per document S (report-noisy-max, S = {grid[0]} or {grid[1]})",
+        [(out[0], out[1], "the chosen S")],
         epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
         started=started, broken=broken)

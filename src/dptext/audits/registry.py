@@ -20,7 +20,7 @@ from dptext.audits.kps import (
     audit_vocabulary,
 )
 from dptext.audits.labels import audit_label_set
-from dptext.audits.models import audit_histogram, audit_selection
+from dptext.audits.models import audit_histogram, audit_selection, audit_terms_per_doc
 from dptext.audits.pate import audit_pate, audit_pate_tutor
 from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_gaussian, audit_laplace
 
@@ -44,6 +44,8 @@ REGISTRY: dict[str, Audit] = {
         "iterative", runs=n(1500), confidence=c, broken=b),
     "histogram": lambda n, c, b: audit_histogram(runs=n(5000), confidence=c, broken=b),
     "selection": lambda n, c, b: audit_selection(runs=n(10_000), confidence=c, broken=b),
+    "terms-per-doc": lambda n, c, b: audit_terms_per_doc(runs=n(10_000), confidence=c,
+                                                         broken=b),
     # the label set's "unbounded" control: no threshold, so a label of one document shows
     "label-set": lambda n, c, b: audit_label_set(
         samples=n(20_000), confidence=c, broken={"unbounded": "no-threshold"}.get(b, b)),

@@ -14,6 +14,7 @@ import typer
 from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
+from dptext.generators.augpe.run import AugPEConfig
 
 AUGPE = "Aug-PE"
 
@@ -59,7 +60,7 @@ def augpe(
         "not given.", rich_help_panel=AUGPE)] = 0.1,
     vocab: o.Vocab = o.D["vocab"],
     vocab_size: o.VocabSize = o.D["vocab_size"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
+    terms_per_doc: o.TermsPerDoc = AugPEConfig.terms_per_doc,
     embedder: o.Embedder = o.D["embedder"],
     augpe_class_names: Annotated[bool, typer.Option(
         "--augpe-class-names", help="Put the class names in the prompts IN THE CLEAR (the "

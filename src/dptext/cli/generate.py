@@ -85,6 +85,7 @@ def generate(
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     label_set_share: o.LabelSetShare = o.D["label_set_share"],
     epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
+    terms_share: o.TermsShare = o.D["terms_share"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Documents per class (default 100 when --total-sequences is not given).")] = None,
     total_sequences: Annotated[int | None, typer.Option(
@@ -125,7 +126,9 @@ def generate(
                       documents=total_sequences, per_class=sequences_per_class,
                       document_type=document_type, max_tokens=max_tokens,
                       temperature=temperature, top_p=top_p, vocab=vocab,
-                      vocab_size=vocab_size, terms_per_doc=terms_per_doc, embedder=embedder,
+                      vocab_size=vocab_size, embedder=embedder,
+                      # "auto" is DP-KPS's; the others' own default S applies
+                      terms_per_doc=None if terms_per_doc == "auto" else terms_per_doc,
                       label_set_share=label_set_share, seed=seed)
         options = {k: v for k, v in shared.items() if k in accepted and v is not None}
         return o.run_generator(method, options, src, out, llm=llm, llm_options=llm_options,
@@ -143,5 +146,5 @@ def generate(
         ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
         sampling=sampling, model=model, select=select, mixture=mixture,
         epsilon_labels=epsilon_labels, label_set_share=label_set_share,
-        epsilon_label_set=epsilon_label_set)
+        epsilon_label_set=epsilon_label_set, terms_share=terms_share)
     o.run_generator("kps", options, src, out, llm=llm, llm_options=llm_options, **run)

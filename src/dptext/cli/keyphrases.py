@@ -46,6 +46,7 @@ def keyphrases(
     epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
     label_set_share: o.LabelSetShare = o.D["label_set_share"],
     epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
+    terms_share: o.TermsShare = o.D["terms_share"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
     ] = None,
@@ -84,7 +85,7 @@ def keyphrases(
             ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
-            model=model, select=select, mixture=mixture)
+            terms_share=terms_share, model=model, select=select, mixture=mixture)
         from dptext.generators.kps import KeyphraseSeeder
         from dptext.generators.kps_generator import fit_seeder, seeder_parameters
         from dptext.privacy.budget import settle_run

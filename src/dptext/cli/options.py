@@ -82,8 +82,25 @@ VocabNoiseTerms = Annotated[float, typer.Option(
 KdeNoise = Annotated[str, typer.Option(
     help="gaussian (L2 sensitivity: far less noise, the benchmarked default) or laplace "
     "(pure ε, the paper's).", rich_help_panel=SEEDER)]
-TermsPerDoc = Annotated[int, typer.Option(
-    help="S: distinct vocabulary terms one document may contribute.", rich_help_panel=SEEDER)]
+
+
+def _terms_per_doc(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise typer.BadParameter(f"S must be a positive integer or 'auto', got {value!r}")
+    return n
+
+
+TermsPerDoc = Annotated[str, typer.Option(
+    parser=_terms_per_doc, metavar="S|auto",
+    help="S: distinct vocabulary terms one document may contribute; auto (DP-KPS's "
+    "default): chosen privately from the documents' term counts, for a small share of ε "
+    "(AugPE and PATE: 80).", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
                                         rich_help_panel=SEEDER)]
 SequenceMethod = Annotated[str, typer.Option(
@@ -117,6 +134,9 @@ EpsLabels = Annotated[float, typer.Option(
     "instead, at no further cost.", rich_help_panel=SEEDER)]
 LabelSetShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the DP label set when --labels is not given.",
+    rich_help_panel=SEEDER)]
+TermsShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent choosing S when --terms-per-doc is auto.",
     rich_help_panel=SEEDER)]
 EpsLabelSet = Annotated[float, typer.Option(
     help="ε of the DP label set when --labels is not given, with --epsilon-vocab/"

@@ -10,6 +10,7 @@ import typer
 from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
+from dptext.generators.pate.run import PateConfig
 
 PATE = "PATE"
 
@@ -56,7 +57,7 @@ def pate(
         "document type and the name. Without it, prompts use terms of a DP vocabulary and the "
         "teachers assign labels.", rich_help_panel=o.INPUT)] = None,
     vocab: o.Vocab = o.D["vocab"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
+    terms_per_doc: o.TermsPerDoc = PateConfig.terms_per_doc,
     vocab_size: o.VocabSize = o.D["vocab_size"],
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,

@@ -58,6 +58,7 @@ from dptext.kde.sketch import (
     ensemble_blocks,
     release_corpus_sketches,
 )
+from dptext.kde.terms_per_doc import TERMS_CHOICE_NAME, TermCountScores, choose_terms_per_doc
 from dptext.privacy import (
     NOISE_KINDS,
     NoiseSpec,
@@ -78,6 +79,7 @@ from dptext.privacy.split import split_budget, threshold_deltas
 from dptext.text.extract import FirstTermCounts
 
 METHODS = ("independent", "iterative")
+PER_STAGE_TERMS_PER_DOC = 80  # S under per-stage budgets (no share of a total ε to choose it)
 SELECT = ("auto", "none")
 SMOOTHING_NEIGHBOURS = 10  # released terms each kept count is spread over (smoothed model)
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
@@ -227,7 +229,8 @@ class KeyphraseSeeder:
     vocab_share: float = 0.5
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
-    terms_per_doc: int = 80
+    terms_per_doc: int | str = "auto"  # S; auto: chosen privately (kde/terms_per_doc.py)
+    terms_share: float = 0.05  # of a total epsilon, for choosing S (terms_per_doc="auto")
     vocab_size: int = 1000
     vocab_noise_terms: float = 10.0
     method: str = "independent"
@@ -267,6 +270,7 @@ class KeyphraseSeeder:
     model_: Any = field(init=False, repr=False, default=None)  # the KeyphraseModel sampled
     histogram_: Any = field(init=False, repr=False, default=None)  # ReleasedHistogram
     selection_: dict | None = field(init=False, repr=False, default=None)
+    terms_per_doc_: int = field(init=False, repr=False, default=0)  # S used (released)
 
     # ---------------------------------------------------------------- checks
     def _validate(self) -> None:
@@ -299,7 +303,14 @@ class KeyphraseSeeder:
                 isinstance(self.labels, tuple | list) and self.labels
                 and all(isinstance(x, str) for x in self.labels)):
             raise ValueError("labels must be a non-empty sequence of label names, or None")
-        for name in ("terms_per_doc", "vocab_size", "length", "features", "windows_per_doc"):
+        if self.terms_per_doc != "auto" and not (
+                isinstance(self.terms_per_doc, int) and not isinstance(self.terms_per_doc, bool)
+                and self.terms_per_doc >= 1):
+            raise ValueError(f"terms_per_doc must be a positive integer or 'auto', got "
+                             f"{self.terms_per_doc!r}")
+        if not (number(self.terms_share) and 0 < self.terms_share < 1):
+            raise ValueError(f"terms_share must be in (0, 1), got {self.terms_share!r}")
+        for name in ("vocab_size", "length", "features", "windows_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -365,15 +376,19 @@ class KeyphraseSeeder:
         composes to the total. Per stage: each stage its own ε (the label set
         ``epsilon_label_set``), the run's δ split evenly over the Gaussian stages (half
         of it first set aside for the label set's threshold). A single histogram takes
-        the share of both stages, or per stage the ε the two would compose to."""
+        the share of both stages, or per stage the ε the two would compose to. With
+        ``terms_per_doc="auto"`` and a total ε, a "terms" stage chooses S with
+        ``terms_share`` of it (per stage: S = ``PER_STAGE_TERMS_PER_DOC``, no release)."""
         label_set, histogram = self._label_stages(labelled)
         kinds = {"histogram": self.vocab_noise} if single else \
             {"vocab": self.vocab_noise, "kde": self.kde_noise}
         if label_set:
             kinds[LABEL_SET] = self.vocab_noise
         thresholds = [LABEL_SET] if label_set else []
+        if self.terms_per_doc == "auto" and self.epsilon is not None:
+            kinds["terms"] = "laplace"  # report-noisy-max: pure ε
         if self.epsilon is not None:
-            fixed = {}
+            fixed = {"terms": self.terms_share} if "terms" in kinds else {}
             if histogram:
                 fixed["labels"] = self.epsilon_labels / self.epsilon
                 kinds["labels"] = "laplace"
@@ -381,8 +396,9 @@ class KeyphraseSeeder:
                 fixed[LABEL_SET] = self.label_set_share
             rest = 1.0 - sum(fixed.values())
             if not rest > 0:
-                raise ValueError("epsilon_labels and label_set_share leave nothing of the "
-                                 "total epsilon for the vocabulary and the sketches")
+                raise ValueError("epsilon_labels, label_set_share and terms_share leave "
+                                 "nothing of the total epsilon for the vocabulary and the "
+                                 "sketches")
             shares = {"histogram": rest} if single else \
                 {"vocab": self.vocab_share * rest, "kde": (1 - self.vocab_share) * rest}
             return split_budget(self.epsilon, self.delta, {**shares, **fixed}, kinds,
@@ -422,6 +438,8 @@ class KeyphraseSeeder:
 
         specs = self.noise_specs(labelled, single=self._single())
         out = [planned_value_set(specs[LABEL_SET])] if LABEL_SET in specs else []
+        if "terms" in specs:
+            out.append(planned(TERMS_CHOICE_NAME, specs["terms"]))
         if not self._legacy():
             return out + self._planned_model_releases(planned, labelled)
         out.append(planned("vocabulary histogram", specs["vocab"]))
@@ -503,9 +521,10 @@ class KeyphraseSeeder:
     def _selection_epsilon(self, labelled: bool = True) -> float:
         """The selection's ε: the validation fold holds other documents than the fit fold
         (parallel composition), so it may cost what the fit fold's releases add to the
-        releases made on all documents (the label stages): the run's ε does not grow."""
+        releases made on all documents (the label stages and S's choice): the run's ε does
+        not grow."""
         stages = self.noise_specs(labelled, single=self._single())
-        shared = [stages[s] for s in (LABEL_SET, "labels") if s in stages]
+        shared = [stages[s] for s in (LABEL_SET, "labels", "terms") if s in stages]
         model = list(self.model_noise_specs(labelled).values())
         return _composed_epsilon(shared + model) - _composed_epsilon(shared)
 
@@ -534,6 +553,7 @@ class KeyphraseSeeder:
         if LABEL_SET in specs:
             step("DP label set")
         labels = self._class_labels(corpus, specs)
+        self.terms_per_doc_ = self._choose_terms_per_doc(corpus, vocab, specs, step)
         if not self._legacy():
             self._fit_models(corpus, labels, vocab, specs, rng, step)
             return self
@@ -599,10 +619,10 @@ class KeyphraseSeeder:
         # exact counts of the fit fold (validation documents: class −1, not counted), summed
         # over batches on the current engine (dptext.compute); noise once, on the driver
         counted = np.where(val, -1, class_ids)
-        exact = map_sum(ClassTermCounts(vocab.extractor(), self.terms_per_doc, len(labels)),
+        exact = map_sum(ClassTermCounts(vocab.extractor(), self.terms_per_doc_, len(labels)),
                         list(zip(corpus.texts, counted.tolist(), strict=True)))
         hist = release_counts(exact, labels, vocab.terms, specs["histogram"], self.ledger_,
-                              terms_per_doc=self.terms_per_doc,
+                              terms_per_doc=self.terms_per_doc_,
                               false_cells=self.vocab_noise_terms,
                               max_terms=self.histogram_terms, fold=fit_fold)
         self.histogram_ = hist
@@ -621,7 +641,7 @@ class KeyphraseSeeder:
         # find them for the fit fold; here only the validation fold's, for the selection)
         to_released = np.full(len(vocab), -1, dtype=np.int64)
         to_released[_positions(vocab.terms, hist.terms)] = np.arange(len(hist.terms))
-        val_terms = DocumentTerms(vocab.extractor(), self.terms_per_doc, to_released)(
+        val_terms = DocumentTerms(vocab.extractor(), self.terms_per_doc_, to_released)(
             [corpus.texts[i] for i in val_idx])
 
         histogram = HistogramModel(hist, self.histogram_power)
@@ -634,7 +654,7 @@ class KeyphraseSeeder:
         if "kde" in specs and len(hist.terms):
             items = list(zip(corpus.texts, counted.tolist(), strict=True))
             kde = self._fit_kde(items, DocumentTerms(
-                vocab.extractor(), self.terms_per_doc, to_released,
+                vocab.extractor(), self.terms_per_doc_, to_released,
                 self.max_terms_per_doc or self.length), labels, specs["kde"], fit_fold, rng,
                 step)
         kernels: dict = {}
@@ -718,11 +738,27 @@ class KeyphraseSeeder:
                           "--epsilon or --label-set-share.", stacklevel=3)
         return released
 
+    def _choose_terms_per_doc(self, corpus: Corpus, vocab, specs: dict, step) -> int:
+        """S: ``terms_per_doc``, or with "auto" a private choice over every document's
+        count of distinct public terms (``kde.terms_per_doc``; one release)."""
+        if "terms" not in specs:
+            return self._given_terms_per_doc()
+        step("DP choice of terms per document")
+        scores = map_sum(TermCountScores(vocab.extractor()), corpus.texts)
+        return choose_terms_per_doc(scores.tolist(), epsilon=specs["terms"].epsilon,
+                                    ledger=self.ledger_)
+
+    def _given_terms_per_doc(self) -> int:
+        """S when none is chosen: as given; with "auto" under per-stage budgets (the
+        paper's interface: each stage exactly its own ε) ``PER_STAGE_TERMS_PER_DOC``."""
+        return PER_STAGE_TERMS_PER_DOC if self.terms_per_doc == "auto" else self.terms_per_doc
+
     def _release_vocabulary(self, corpus: Corpus, vocab, spec: NoiseSpec | None = None
                             ) -> tuple[str, ...]:
         spec = spec or self.noise_specs(corpus.labels is not None)["vocab"]
         return release_vocabulary(corpus.texts, vocab, spec, self.ledger_,
-                                  terms_per_doc=self.terms_per_doc, size=self.vocab_size,
+                                  terms_per_doc=self.terms_per_doc_ or
+                                  self._given_terms_per_doc(), size=self.vocab_size,
                                   noise_terms=self.vocab_noise_terms, min_terms=self.length)
 
     def _release_label_counts(self, corpus: Corpus, labels: list) -> dict:
@@ -795,13 +831,19 @@ class KeyphraseSeeder:
 
     def summary_lines(self) -> list[str]:
         """What the curator should know about the model and the signal (released values)."""
+        lines = []
+        chosen = [r.epsilon for r in self.ledger_.releases
+                  if r.name.startswith(TERMS_CHOICE_NAME)]
+        if chosen:
+            eps = chosen[0]
+            lines.append(f"terms per document: S = {self.terms_per_doc_}, chosen privately "
+                         f"from the documents' counts of public terms (ε = {eps:.3g})")
         sel = self.selection_
         if not sel or sel["chosen"] is None:
-            return []
-        lines = []
+            return lines
         if sel["selected"]:
-            eps = next(r.epsilon for r in self.ledger_.releases if r.mechanism ==
-                       "report-noisy-max")
+            eps = next(r.epsilon for r in self.ledger_.releases
+                       if r.name.startswith(SELECTION_NAME))
             lines.append(f"keyphrase model: {sel['chosen']}, chosen privately among "
                          f"{len(sel['candidates'])} candidates on a held-out fold of about "
                          f"{sel['validation_share']:.0%} of the documents (ε = {eps:.3g}, "

@@ -28,7 +28,7 @@ _PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "voca
            "ensemble", "length", "features", "bandwidth", "sampling", "contrastive_keep",
            "max_terms_per_doc", "windows_per_doc", "labels", "epsilon_labels",
            "label_set_share", "epsilon_label_set", "vocab_noise_terms", "model", "select",
-           "mixture", "validation_share")
+           "mixture", "validation_share", "terms_share")
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
@@ -47,6 +47,8 @@ def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
     """The public parameters of a seeder, for the report (released choices only)."""
     out = {n: v if isinstance(v := getattr(seeder, n), str | int | float | tuple | type(None))
            else str(v) for n in _PUBLIC}
+    if getattr(seeder, "terms_per_doc_", 0):
+        out["terms_per_doc_used"] = seeder.terms_per_doc_  # given, or privately chosen
     if getattr(seeder, "selection_", None):  # released choices only (no scores)
         out["model_selection"] = dict(seeder.selection_)
     return out
