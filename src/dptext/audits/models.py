@@ -141,8 +141,8 @@ def audit_terms_per_doc(epsilon: float = 1.0, *, runs: int = 10_000, confidence:
     """The private choice of S (``kde.terms_per_doc``), through the real extractor, scores
     and sensitivity, between the default grid's extremes (S = 2 or its largest): D has
     no document (a tie), D' one with more distinct public terms than the largest S —
-    it adds 14 to S = 2's score and 113 (the stated sensitivity) to the largest S's,
-    so the audit sees (113 − 14)/113 of ε. The statistic is the chosen S."""
+    it adds 14 to S = 2's score and 89 (the stated sensitivity, at S = 80) to the
+    largest S's, so the audit sees (89 − 14)/89 of ε. The statistic is the chosen S."""
     weight = canary_copies(broken)  # unbounded: the long document counts twice
     started = time.perf_counter()
     grid = (min(terms_per_doc.GRID), max(terms_per_doc.GRID))
