@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench_keyphrase_models import mean_sd
 from record import markdown_table, record
 from synthetic_protocol import DATASETS, downstream, load_data, real_sample
 
@@ -82,12 +83,6 @@ def write_documents(data, seqs: list, model: str, seed: int, work_dir: Path) -> 
             "tokens": stats.completion_tokens,
             "coverage": float(np.mean([d.coverage for d in docs])),
             "quality": stats.quality_summary()}
-
-
-def mean_sd(values: list[float], digits: int = 3) -> str:
-    if len(values) < 2:
-        return f"{values[0]:.{digits}f} (1 seed)" if values else "–"
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def main() -> None:
