@@ -5,10 +5,10 @@ sequences per class; every model writes one document per sequence — the same
 sequences for every model, so the models differ only in how they write. For each
 (model, seed): the documents' downstream accuracy (``synthetic_protocol.downstream``:
 MiniLM + the evaluation suite's MLP head, tested on real whole test documents), the
-generation's wall time (model loading excluded) and so documents and accuracy per
-hour. Beside them, with no LLM: the same sequences' keyphrases joined as training
-texts (what the LLM has to work from), the same configuration's sequences at ε → ∞
-(fitted at ε = 1000), and real training documents at the same size.
+generation's wall time (model loading excluded) and so documents per hour. Beside
+them, with no LLM: the same sequences' keyphrases joined as training texts (what the
+LLM has to work from), the same configuration's sequences at ε → ∞ (fitted at
+ε = 1000), and real training documents at the same size.
 
 Resumable: the sequences of a seed and every model's documents are journaled under
 ``--work-dir``; a finished (model, seed) is a line of ``results.jsonl`` and is skipped.
@@ -114,7 +114,7 @@ def main() -> None:
             with results.open("a") as f:
                 f.write(json.dumps(r) + "\n")
             done[key] = r
-            print(json.dumps({k: v for k, v in r.items() if k != "sample"}), flush=True)
+            print(json.dumps(r), flush=True)
         return done[key]
 
     def keyphrases_only(eps: float, seed: int) -> dict:

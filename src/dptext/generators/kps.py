@@ -832,10 +832,9 @@ class KeyphraseSeeder:
     def summary_lines(self) -> list[str]:
         """What the curator should know about the model and the signal (released values)."""
         lines = []
-        chosen = [r.epsilon for r in self.ledger_.releases
-                  if r.name.startswith(TERMS_CHOICE_NAME)]
-        if chosen:
-            eps = chosen[0]
+        eps = next((r.epsilon for r in self.ledger_.releases
+                    if r.name.startswith(TERMS_CHOICE_NAME)), None)
+        if eps is not None:
             lines.append(f"terms per document: S = {self.terms_per_doc_}, chosen privately "
                          f"from the documents' counts of public terms (ε = {eps:.3g})")
         sel = self.selection_
