@@ -23,6 +23,7 @@ from dptext.generators.kps import DocumentTerms
 from dptext.kde.histogram import ClassTermCounts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import corpus_sketch_sums, exact_sums
+from dptext.kde.terms_per_doc import GRID, TermCountScores
 from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
 
@@ -55,9 +56,11 @@ def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
     ids[::7] = [-1] * len(ids[::7])  # some documents counted in no row (the validation fold)
     vocab_fn = FirstTermCounts(vocab.extractor(), 80)
     hist_fn = ClassTermCounts(vocab.extractor(), 80, len(LABELS))
+    s_fn = TermCountScores(vocab.extractor())  # the scores S is chosen from
     pairs = list(zip(texts, ids, strict=True))
     local_vocab = LocalEngine().map_sum(vocab_fn, texts, 10_000)  # one batch: today's path
     local_hist = LocalEngine().map_sum(hist_fn, pairs, 10_000)
+    local_s = LocalEngine().map_sum(s_fn, texts, 10_000)
     # the KDE sketches over a released vocabulary of 300 terms: the local path as before
     # engines (each class's sequences, then exact_sums) against the batches on Ray
     released = PublicVocabulary("released", vocab.terms[:300])
@@ -75,6 +78,7 @@ def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
         for batch in (16, 64):
             _same(map_sum(vocab_fn, texts, batch), local_vocab)
             _same(map_sum(hist_fn, pairs, batch), local_hist)
+            _same(map_sum(s_fn, texts, batch), local_s)
         on_ray = corpus_sketch_sums(pairs, len(LABELS), terms, emb, feats, 8, batch_size=40)
         for a, b in zip(on_ray, local_kde, strict=True):
             _same(a, b)
@@ -84,6 +88,7 @@ def test_sums_before_noise_are_the_local_engines_bit_for_bit(cluster, corpus):
         _same(map_sum(vocab_fn, [], 50), np.zeros(len(vocab), dtype=np.int64))
     assert not ray.is_initialized()  # the engine disconnected what it connected
     assert local_vocab.sum() > 0 and local_hist.sum() > 0
+    assert local_s.shape == (len(GRID),) and local_s.min() > 0
 
 
 def _keyphrases(path: Path, out: Path, model: list[str], *extra: str):
@@ -94,6 +99,9 @@ def _keyphrases(path: Path, out: Path, model: list[str], *extra: str):
         "--labels", ",".join(LABELS), "--vocab", "english:5000", "--vocab-size", "200",
         "--embedder", "model2vec", "--epsilon", "3", "--sequences-per-class", "3",
         "--features", "300", "--seed", "1", "--allow-budget-overrun", "--out", str(out),
+        # S fixed: its private choice is a noisy output (two runs may choose two S), and
+        # every later record's sensitivity follows it; its input sums are compared above
+        "--terms-per-doc", "80",
         *model, *extra])
 
 
@@ -162,7 +170,8 @@ def test_synthesize_on_ray_same_releases_and_no_private_text_in_prompts(cluster,
     texts = (*corpus.text, CANARY, CANARY)
     data = Corpus(texts, (*corpus.label, "tech", "tech"), source="ray test")
     options = dict(epsilon=3.0, labels=LABELS, embedder="model2vec", vocab="english:3000",
-                   vocab_size=200, per_class=1, seed=2, allow_budget_overrun=True)
+                   vocab_size=200, per_class=1, seed=2, allow_budget_overrun=True,
+                   terms_per_doc=80)  # fixed, as in _keyphrases
     local = dptext.synthesize(data, "kps", out=tmp_path / "local.jsonl",
                               llm=RecordingBackend(), **options)
     llm = RecordingBackend()
