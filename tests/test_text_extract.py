@@ -224,3 +224,23 @@ def test_first_distinct_is_capped_first_occurrence_order(terms, text, k):
     assert all(any(x == y for y in it) for x in first)
     many = ex.extract_many([text, text], max_terms=k, distinct=True)
     assert [list(r) for r in many] == [first, first]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    terms=st.lists(term_st, min_size=1, max_size=8, unique=True),
+    text=text_st,
+    k=st.integers(min_value=0, max_value=6),
+    deferred=st.sets(st.integers(min_value=0, max_value=7)),
+)
+def test_deferred_terms_only_fill_what_the_others_leave(terms, text, k, deferred):
+    """Deferred terms (function words) come after every other term: the first k distinct
+    terms are the first other terms, then the first deferred ones; pickling keeps them."""
+    ex = PhraseExtractor(terms, deferred=deferred)
+    order = list(dict.fromkeys(PhraseExtractor(terms).extract(text)))
+    expected = ([t for t in order if t not in deferred]
+                + [t for t in order if t in deferred])[:k]
+    assert list(ex.first_distinct(text, k)) == expected
+    again = pickle.loads(pickle.dumps(ex))
+    assert again.deferred == ex.deferred
+    assert list(again.first_distinct(text, k)) == expected

@@ -234,3 +234,18 @@ def test_lists_combine_with_plus_first_occurrence_wins(tmp_path):
         load_vocabulary("english+")
     with pytest.raises(InputError, match="unknown vocabulary"):
         load_vocabulary("english:500+nonsense")
+
+
+def test_function_words_fill_only_what_content_words_leave():
+    """``function-words`` is the stop-word list the English lists leave out; in any
+    vocabulary a document's function words come after its content words."""
+    words = load_vocabulary("function-words")
+    assert {"not", "why", "how", "my", "top"} <= set(words.terms) and len(words) == 318
+    vocab = load_vocabulary("english:20000+function-words")
+    assert len(vocab) == len(load_vocabulary("english:20000")) + 318
+    ex = vocab.extractor()
+    short = [vocab.terms[i] for i in ex.first_distinct("Why was my card declined?", 4)]
+    assert short == ["card", "declined", "why", "was"]
+    text = "Why is my card not working at the cash machine in the station today"
+    content = [vocab.terms[i] for i in ex.first_distinct(text, 4)]
+    assert content == ["card", "working", "cash", "machine"]  # no function word crowds in

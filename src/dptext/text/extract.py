@@ -79,11 +79,13 @@ class PhraseExtractor:
     ``terms`` must already be normalised (``normalize_phrase(t) == t``) and
     distinct; term ``i`` is reported as index ``i``. The automaton is built on
     first use (and rebuilt after unpickling, so an extractor is cheap to ship
-    to worker processes).
+    to worker processes). ``deferred`` terms (function words) come last in
+    ``first_distinct``.
     """
 
-    def __init__(self, terms: Sequence[str]):
+    def __init__(self, terms: Sequence[str], deferred: Iterable[int] = ()):
         self.terms: tuple[str, ...] = tuple(terms)
+        self.deferred: frozenset[int] = frozenset(deferred)
         self._automaton = None
 
     def __len__(self) -> int:
@@ -93,10 +95,11 @@ class PhraseExtractor:
         return f"PhraseExtractor({len(self.terms)} terms)"
 
     def __getstate__(self) -> dict:
-        return {"terms": self.terms}
+        return {"terms": self.terms, "deferred": self.deferred}
 
     def __setstate__(self, state: dict) -> None:
         self.terms = state["terms"]
+        self.deferred = state.get("deferred", frozenset())
         self._automaton = None
 
     # -- building -----------------------------------------------------------------
@@ -151,7 +154,10 @@ class PhraseExtractor:
         return np.array(found, dtype=np.int32) if found else _EMPTY.copy()
 
     def first_distinct(self, text: str, k: int) -> np.ndarray:
-        """The first ``k`` distinct term indices in order of first appearance.
+        """The first ``k`` distinct term indices in order of first appearance, the
+        ``deferred`` ones (function words) only where the text has fewer than ``k``
+        others: function words never crowd out content words, so a long document
+        contributes the same terms with or without them in the vocabulary.
 
         This bounds a document's contribution to a vocabulary histogram by ``k``
         (DP-KPS, appendix B.1).
@@ -159,13 +165,19 @@ class PhraseExtractor:
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         seen: dict[int, None] = {}
+        later: dict[int, None] = {}  # deferred terms, in order of first appearance
+        deferred = self.deferred
         if k > 0:
             for index in self._matches(text):
-                if index not in seen:
+                if index in deferred:
+                    if len(later) < k:
+                        later[index] = None
+                elif index not in seen:
                     seen[index] = None
                     if len(seen) >= k:
                         break
-        return np.fromiter(seen, dtype=np.int32, count=len(seen))
+        out = [*seen, *list(later)[: k - len(seen)]]
+        return np.fromiter(out, dtype=np.int32, count=len(out))
 
     def extract_many(
         self,
