@@ -176,7 +176,7 @@ class CorpusBench:
         x = self.embed_documents(self.ceiling_train.texts, "ceiling-train")
         whole = self.whole.score_fitted(fit_classifier(x, self.ceiling_train.labels))
         d = KeyphraseSeeder()
-        exact = exact_vocabulary(self.train, load_vocabulary(d.vocab), d)
+        exact = exact_vocabulary(self.train, load_vocabulary(d.vocab_spec()), d)
         proto = KeyphraseClassifierProtocol(self.embedder, self.test.texts, self.test.labels,
                                             exact, d.length)
         kp = proto.score(document_keyphrases(self.ceiling_train.texts, exact, d.length),

@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
     corpus = read_corpus("demo:bbc-news/train")
-    english = load_vocabulary(KeyphraseSeeder().vocab)
+    english = load_vocabulary(KeyphraseSeeder(model="kde", select="none").vocab_spec())
     embedder = load_embedder("minilm", cache_dir=default_cache_dir())  # public terms only
     results, kernel_rows = [], []
     for size in map(int, args.sizes.split(",")):

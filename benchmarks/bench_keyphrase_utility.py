@@ -45,8 +45,10 @@ def sample(corpus, n, seed=0):
 
 
 def exact_vocabulary(corpus, vocab, seeder: KeyphraseSeeder) -> tuple[str, ...]:
-    """Non-private top-N over the same first-S-distinct counts (ceiling A only)."""
-    firsts = vocab.extractor().extract_many(corpus.texts, max_terms=seeder.terms_per_doc,
+    """Non-private top-N over the same first-S-distinct counts (ceiling A only); S as
+    given, or the per-stage S where the seeder chooses it privately."""
+    firsts = vocab.extractor().extract_many(corpus.texts,
+                                            max_terms=seeder._given_terms_per_doc(),
                                             distinct=True)
     counts = np.bincount(np.concatenate(firsts), minlength=len(vocab))
     top = np.argsort(-counts, kind="stable")[: seeder.vocab_size]
@@ -59,7 +61,7 @@ def run_dataset(name: str, embedder, per_class: int, rows: list, grid: str,
                                                              test_docs)
     ceiling_train = sample(train, ceiling_docs)
     defaults = KeyphraseSeeder()
-    vocab = load_vocabulary(defaults.vocab)
+    vocab = load_vocabulary(defaults.vocab_spec())
     exact = exact_vocabulary(train, vocab, defaults)
     proto = KeyphraseClassifierProtocol(embedder, test.texts, test.labels, exact, L)
     ceiling_a = proto.score(document_keyphrases(ceiling_train.texts, exact, L),

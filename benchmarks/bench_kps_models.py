@@ -79,7 +79,7 @@ def main() -> None:
     extra = {k: type(getattr(KeyphraseSeeder, k))(v)
              for k, v in (s.split("=", 1) for s in args.set)}
     embedder = load_embedder("minilm", cache_dir=args.cache)
-    vocab = load_vocabulary(KeyphraseSeeder.vocab)
+    vocab = load_vocabulary(KeyphraseSeeder().vocab_spec())
     rows = []
     for name in args.datasets.split(","):
         train, test = splits(name, args.eval, args.test_docs)

@@ -64,12 +64,14 @@ def test_keyphrases_defaults_select_the_model_privately_and_report_it(small_csv,
     report = json.loads((tmp_path / "seq.privacy.json").read_text())
     by_name = {r["name"].split(" (")[0]: r for r in report["releases"]}
     sel = by_name["model selection"]
-    assert sel["mechanism"] == "report-noisy-max" and sel["fold"] == "validation"
-    assert by_name["class × term histogram"]["fold"] == "fit"
+    # shared selection: no fold, its own 5 % of the total ε, composed with the rest
+    assert sel["mechanism"] == "report-noisy-max" and sel["fold"] is None
+    assert sel["epsilon"] == pytest.approx(0.05 * 6.0)
+    assert by_name["class × term histogram"]["fold"] is None
     assert "vocabulary histogram" not in by_name  # the histogram gives the vocabulary
     assert report["guarantee"]["epsilon"] <= 6.0 + 1e-6
-    assert "parallel" in report["guarantee"]["method"]
     chosen = report["parameters"]["model_selection"]
+    assert chosen["split"] == "shared"
     assert chosen["selected"] and chosen["chosen"] in chosen["candidates"]
     assert "chosen privately" in " ".join(result.output.split())  # wrapping-proof
     assert len(out.read_text().splitlines()) == 5 * 1000

@@ -14,6 +14,7 @@ from dptext.generators.kps_models import (
     KeyphraseModel,
     MixtureModel,
     SmoothedHistogramModel,
+    describe,
     neighbour_kernel,
 )
 from dptext.generators.kps_select import candidate_correct, presence_matrix
@@ -84,6 +85,42 @@ def test_release_histogram_keeps_only_cells_above_the_floor():
         release_histogram([np.array([0, 1, 2])], np.array([0]), ["a"], ("x", "y", "z"),
                           NoiseSpec("gaussian", 2.0, 1e-5), ledger, terms_per_doc=2,
                           false_cells=1.0, max_terms=10)
+
+
+def test_higher_floors_and_purity_powers_are_post_processing_of_one_release():
+    """Cells kept at a low floor (100 expected false cells) can be cut at a higher one
+    (10) afterwards, not lowered; power 0 weighs by class frequency alone."""
+    firsts = [np.array([0, 1])] * 60 + [np.array([2])] * 20 + [np.array([3])] * 6
+    ledger = PrivacyLedger()
+    hist = release_histogram(firsts, np.array([0] * 60 + [1] * 26), ["a", "b"],
+                             ("x", "y", "z", "w"), NoiseSpec("gaussian", 4.0, 1e-5), ledger,
+                             terms_per_doc=2, false_cells=100.0, max_terms=10)
+    assert hist.false_cells == 100.0 and hist.cells == 8
+    high = hist.kept(1e-3)  # the floor of 0.001 expected false cells among 8
+    assert np.all((high == 0) | (high == hist.counts))  # cells are kept or cut, not changed
+    assert np.count_nonzero(high) <= np.count_nonzero(hist.counts)
+    assert high[high != 0].min(initial=np.inf) > hist.floor
+    assert np.array_equal(hist.kept(), hist.counts)
+    with pytest.raises(ValueError, match="below the released"):
+        hist.kept(1000.0)
+    a0 = HistogramModel(hist, power=0.0).weights("a")
+    assert np.allclose(a0, np.maximum(hist.counts[0], 0))
+    cut = HistogramModel(hist, power=1.0, false_cells=1e-3)
+    assert not (cut.weights("b") > 0).sum() > (HistogramModel(hist).weights("b") > 0).sum()
+    assert "floor at 0.001 false cells" in describe(cut)
+
+
+def test_total_sequences_follow_the_released_class_counts():
+    """``sample(total=N)`` splits N by the DP label set's noisy counts (released), not
+    equally, when no label histogram was asked for."""
+    texts = tuple(f"apple banana doc{i}" for i in range(300)) + \
+        tuple(f"goal match doc{i}" for i in range(60))
+    corpus = Corpus(texts=texts, labels=("fruit",) * 300 + ("sport",) * 60)
+    seeder = _seeder(labels=None, epsilon=20.0).fit(corpus, rng=np.random.default_rng(0))
+    counts = seeder.released_class_counts()
+    sizes = seeder.class_sizes(total=120)
+    assert sum(sizes.values()) == 120 and sizes["fruit"] > 3 * sizes["sport"]
+    assert sizes["fruit"] == pytest.approx(120 * counts["fruit"] / sum(counts.values()), abs=1)
 
 
 def test_histogram_weights_favour_frequent_and_specific_terms():
@@ -207,21 +244,61 @@ def test_seeder_histogram_and_hybrid_without_selection(model):
 
 
 def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
+    """The default selection is shared: it scores documents the histogram also counts and
+    pays its own share of the total ε (sequential); planned = released; total ≤ ε."""
     seeder = _seeder()
     assert seeder.model == "auto" and seeder.select == "auto"
     planned = seeder.planned_releases()
-    assert compose(planned).epsilon <= 8.0 + 1e-6
+    assert compose(planned).epsilon == pytest.approx(8.0, abs=1e-3)
     seeder.fit(_corpus(300), rng=np.random.default_rng(0))
     recs = seeder.ledger_.releases
     sel = [r for r in recs if r.mechanism == "report-noisy-max"]
     assert len(sel) == 1 and sel[0].name.startswith("model selection")
-    assert sel[0].fold == "validation" and {r.fold for r in recs if r is not sel[0]} == {"fit"}
+    assert sel[0].epsilon == pytest.approx(seeder.selection_share * 8.0)
+    assert {r.fold for r in recs} == {None}  # no fold: every document is in every release
+    assert [(r.name.split(" (")[0], r.epsilon) for r in planned] == \
+        [(r.name.split(" (")[0], pytest.approx(r.epsilon)) for r in recs]
     g = seeder.ledger_.guarantee()
-    assert g.epsilon <= 8.0 + 1e-6 and "parallel" in g.method
-    assert seeder.selection_["selected"] and seeder.selection_["chosen"] in \
-        seeder.selection_["candidates"]
+    assert g.epsilon <= 8.0 + 1e-6 and "parallel" not in g.method
+    assert seeder.selection_["selected"] and seeder.selection_["split"] == "shared"
+    assert seeder.selection_["chosen"] in seeder.selection_["candidates"]
     assert len(seeder.selection_["candidates"]) == len(seeder.candidate_specs()) > 1
+    assert any("of the total" in line for line in seeder.summary_lines())
     assert len(seeder.sample(5, rng=np.random.default_rng(2))) == 10
+
+
+def test_holdout_selection_composes_in_parallel():
+    """``selection_split="holdout"`` (and per-stage budgets) keep the disjoint validation
+    fold: the selection costs what the fit fold adds, so the run stays at its ε."""
+    for kw in ({"selection_split": "holdout"},
+               {"epsilon": None, "epsilon_vocab": 2.0, "epsilon_kde": 6.0}):
+        seeder = _seeder(**kw).fit(_corpus(300), rng=np.random.default_rng(0))
+        recs = seeder.ledger_.releases
+        sel = [r for r in recs if r.mechanism == "report-noisy-max"]
+        assert sel[0].fold == "validation" and {r.fold for r in recs if r is not sel[0]} == \
+            {"fit"}
+        assert "parallel" in seeder.ledger_.guarantee().method
+        assert seeder.selection_["split"] == "holdout"
+        assert any("held-out fold" in line for line in seeder.summary_lines())
+    with pytest.raises(ValueError, match="total epsilon"):
+        _seeder(epsilon=None, epsilon_vocab=2.0, epsilon_kde=6.0,
+                selection_split="shared")._validate()
+
+
+def test_shared_selection_counts_every_document():
+    """With a shared selection the histogram counts the scored documents too (a holdout
+    fold leaves them out): with almost no noise, the kept counts are the whole corpus's."""
+    corpus = _corpus(100)
+    exact = class_term_counts(
+        PublicVocabulary("toy", TERMS).extractor().extract_many(
+            corpus.texts, max_terms=4, distinct=True),
+        np.array([0 if lab == "fruit" else 1 for lab in corpus.labels]), 2, len(TERMS))
+    shared = _seeder(epsilon=1e3).fit(corpus, rng=np.random.default_rng(0)).histogram_
+    holdout = _seeder(epsilon=1e3, selection_split="holdout").fit(
+        corpus, rng=np.random.default_rng(0)).histogram_
+    order = [TERMS.index(t) for t in shared.terms]
+    assert np.allclose(shared.counts, exact.toarray()[:, order], atol=0.5)
+    assert holdout.counts.sum() < shared.counts.sum() - 5
 
 
 def test_unlabelled_corpus_selects_nothing():

@@ -125,9 +125,10 @@ def generate(
         shared = dict(epsilon=epsilon, delta=delta, labels=declared,
                       documents=total_sequences, per_class=sequences_per_class,
                       document_type=document_type, max_tokens=max_tokens,
-                      temperature=temperature, top_p=top_p, vocab=vocab,
+                      temperature=temperature, top_p=top_p,
+                      vocab=None if vocab == "auto" else vocab,
                       vocab_size=vocab_size, embedder=embedder,
-                      # "auto" is DP-KPS's; the others' own default S applies
+                      # "auto" is DP-KPS's; the others' own default S and vocabulary apply
                       terms_per_doc=None if terms_per_doc == "auto" else terms_per_doc,
                       label_set_share=label_set_share, seed=seed)
         options = {k: v for k, v in shared.items() if k in accepted and v is not None}

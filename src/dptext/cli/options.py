@@ -52,9 +52,10 @@ Labels = Annotated[str | None, typer.Option(
     "of too few documents are dropped, with their documents.", rich_help_panel=INPUT)]
 
 Vocab = Annotated[str, typer.Option(
-    help="Public vocabulary: english, english:N, glove, glove:N, medical, quantities "
-    "(numbers with units), or a file (one term per line); combine with +, e.g. "
-    "english:20000+quantities.", rich_help_panel=SEEDER)]
+    help="Public vocabulary: english, english:N, glove, glove:N, medical, function-words, "
+    "quantities (numbers with units), or a file (one term per line); combine with +, e.g. "
+    "english:20000+quantities. auto: english:20000+function-words for the histogram "
+    "models, english:20000 for --model kde/hybrid.", rich_help_panel=SEEDER)]
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]

@@ -11,8 +11,9 @@ models (and parameters) can be built from the same releases and one chosen priva
 * ``kde`` — the paper's RFF KDE: clipped unigram scores of the class's sketch on the
   contrastive candidate set (or, with ``method="iterative"``, scored against each
   prefix, appendix B.2);
-* ``histogram`` — the bandwidth-0 limit: weight c_k(t)·c_k(t)/Σ_j c_j(t) of the kept
-  (above-floor) noisy counts, frequent in the class and specific to it;
+* ``histogram`` — the bandwidth-0 limit: weight c_k(t)·(c_k(t)/Σ_j c_j(t))^p of the kept
+  (above-floor) noisy counts, frequent in the class and specific to it; the purity power
+  p and the floor are parameters (p = 0: by class frequency alone);
 * ``smoothed`` — the histogram smoothed through embedding neighbours: each kept
   count is spread over the term's nearest released terms with the Gaussian kernel
   exp(−‖e_t − e_u‖²/h²) (the KDE's smoothing, applied to the released histogram —
@@ -95,10 +96,11 @@ class HistogramModel:
 
     histogram: ReleasedHistogram
     power: float = 1.0  # the purity exponent p of ReleasedHistogram.weights
+    false_cells: float | None = None  # its floor (ReleasedHistogram.kept); None: as released
     name: str = "histogram"
 
     def weights(self, label: Hashable) -> np.ndarray:
-        return self.histogram.weights(label, self.power)
+        return self.histogram.weights(label, self.power, self.false_cells)
 
     def sample(self, label, n, length, rng, stats) -> np.ndarray:
         return _sample_weights(self.weights(label), n, length, rng, stats)
@@ -134,10 +136,12 @@ class SmoothedHistogramModel:
     kernel: sparse.csr_matrix
     bandwidth: float
     power: float = 1.0
+    false_cells: float | None = None  # the floor of the counts it spreads (as HistogramModel)
     name: str = "smoothed"
 
     def weights(self, label: Hashable) -> np.ndarray:
-        smoothed = np.asarray(self.kernel @ self.histogram.counts.T).T  # (classes, |Ṽ|)
+        counts = self.histogram.kept(self.false_cells)
+        smoothed = np.asarray(self.kernel @ counts.T).T  # (classes, |Ṽ|)
         col = smoothed.sum(axis=0)
         s = smoothed[self.histogram.labels.index(label)]
         purity = np.divide(s, col, out=np.zeros_like(s), where=col > 0)
@@ -186,6 +190,7 @@ def describe(model: KeyphraseModel) -> str:
         return f"hybrid (histogram weight {model.mix:g})"
     if isinstance(model, SmoothedHistogramModel):
         return f"smoothed histogram (bandwidth {model.bandwidth:g}, purity power {model.power:g})"
-    if isinstance(model, HistogramModel) and model.power != 1:
-        return f"histogram (purity power {model.power:g})"
+    if isinstance(model, HistogramModel):
+        floor = model.histogram.false_cells if model.false_cells is None else model.false_cells
+        return f"histogram (purity power {model.power:g}, floor at {floor:g} false cells)"
     return model.name

@@ -8,8 +8,10 @@ predicts the label of every validation document from the Ṽ terms it holds. A
 candidate's score is the number of validation documents it labels right: one
 document changes every score by 0 or 1, all in the same direction (L∞ sensitivity 1,
 monotone). ``dptext.privacy.selection``
-releases the arg-max under noise and records it in the ledger, on the validation
-fold, which is disjoint from the fit fold (parallel composition).
+releases the arg-max under noise and records it in the ledger: on a validation fold
+disjoint from the fit fold (parallel composition), or — a shared selection, the default
+with a total ε — on a sample of documents that the releases also count, with its own
+share of ε (sequential composition).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from scipy import sparse
 from dptext.generators.kps_models import KeyphraseModel, describe
 from dptext.kde.sampler import SamplingStats
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.selection import select_noisy_max
+from dptext.privacy.selection import VALIDATION_FOLD, select_noisy_max
 
 SELECTION_NAME = "model selection"
 MAX_TRAINING, MIN_PER_CLASS = 20_000, 5  # sequences per candidate's classifier (time bound)
@@ -66,8 +68,9 @@ def candidate_correct(model: KeyphraseModel, labels: Sequence[Hashable], x: spar
 def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable],
                  x: sparse.csr_matrix, y: np.ndarray, *, epsilon: float,
                  ledger: PrivacyLedger, per_class: int, length: int,
-                 rng: np.random.Generator) -> int:
-    """Index of the privately chosen candidate (one release in ``ledger``)."""
+                 rng: np.random.Generator, fold: str | None = VALIDATION_FOLD) -> int:
+    """Index of the privately chosen candidate (one release in ``ledger``, on ``fold``:
+    the validation fold, or None when the scored documents are also in the releases)."""
     # bound the classifier's training set: at most MAX_TRAINING sequences per candidate
     per_class = max(MIN_PER_CLASS, min(per_class, MAX_TRAINING // max(len(labels), 1)))
     scores = [int(candidate_correct(m, labels, x, y, per_class=per_class, length=length,
@@ -75,6 +78,6 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
     names = ", ".join(describe(m) for m in candidates)
     return select_noisy_max(
         scores, sensitivity=1, epsilon=epsilon, ledger=ledger,
-        name=f"{SELECTION_NAME} ({len(candidates)} candidates)",
+        name=f"{SELECTION_NAME} ({len(candidates)} candidates)", fold=fold,
         reason=("one validation document adds 0 or 1 to every candidate's count of "
                 f"correctly labelled documents; candidates: {names}"))

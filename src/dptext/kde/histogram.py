@@ -14,7 +14,8 @@ dense, once, through ``dptext.privacy.release``.
 Everything after the release is post-processing: cells at or below the noise floor
 (the level ≤ ``false_cells`` zero-count cells are expected to reach) are dropped;
 row sums estimate class sizes, column sums a vocabulary; the kept columns are the
-released vocabulary Ṽ.
+released vocabulary Ṽ. A higher floor can still be applied afterwards
+(``ReleasedHistogram.kept``), so models with different floors share one release.
 """
 
 from __future__ import annotations
@@ -72,8 +73,9 @@ class ReleasedHistogram:
 
     ``terms``: the released vocabulary Ṽ, columns with at least one kept cell, by
     decreasing kept mass (at most ``max_terms``); ``counts``: (classes, |Ṽ|) noisy
-    counts, 0 where a cell was at or below ``floor``; ``row_sums``: each class's noisy
-    row sum over every public term (an estimate of S × class size).
+    counts, 0 where a cell was at or below ``floor`` (the floor of ``false_cells``
+    expected false cells among ``cells``); ``row_sums``: each class's noisy row sum over
+    every public term (an estimate of S × class size).
     """
 
     labels: tuple[Hashable, ...]
@@ -82,14 +84,32 @@ class ReleasedHistogram:
     row_sums: np.ndarray
     floor: float
     noise_scale: float
+    mechanism: str = "gaussian"
+    cells: int = 0
+    false_cells: float = math.inf
 
-    def weights(self, label: Hashable, power: float = 1.0) -> np.ndarray:
+    def kept(self, false_cells: float | None = None) -> np.ndarray:
+        """The counts with the cells at or below the floor of ``false_cells`` expected
+        false cells zeroed (None: as released). Only a floor at least as high as the
+        release's can be applied: the cells below it were not kept."""
+        if false_cells is None or false_cells == self.false_cells:
+            return self.counts
+        if false_cells > self.false_cells:
+            raise ValueError(f"a floor of {false_cells:g} expected false cells is below the "
+                             f"released one ({self.false_cells:g})")
+        floor = noise_floor_of(self.noise_scale, self.mechanism, self.cells, false_cells)
+        return np.where(self.counts > floor, self.counts, 0.0)
+
+    def weights(self, label: Hashable, power: float = 1.0,
+                false_cells: float | None = None) -> np.ndarray:
         """Sampling weight of every term for ``label``: c_k(t) · (c_k(t) / Σ_j c_j(t))^p —
         frequent in the class and specific to it; a larger ``power`` p favours specific
-        terms more (post-processing)."""
+        terms more, p = 0 samples by class frequency alone (post-processing); cells
+        below the floor of ``false_cells`` (``kept``) count 0."""
+        counts = np.maximum(self.kept(false_cells), 0.0)  # a floor of −∞ keeps negatives
         k = self.labels.index(label)
-        col = self.counts.sum(axis=0)
-        c = self.counts[k]
+        col = counts.sum(axis=0)
+        c = counts[k]
         purity = np.divide(c, col, out=np.zeros_like(c), where=col > 0)
         return c * purity**power
 
@@ -154,4 +174,6 @@ def release_counts(exact: sparse.spmatrix, labels: Sequence[Hashable],
     return ReleasedHistogram(labels=tuple(labels),
                              terms=tuple(public_terms[i] for i in order),
                              counts=kept[:, order], row_sums=noisy.sum(axis=1),
-                             floor=floor, noise_scale=rec.noise_scale)
+                             floor=floor, noise_scale=rec.noise_scale,
+                             mechanism=rec.mechanism, cells=noisy.size,
+                             false_cells=false_cells)
