@@ -50,11 +50,19 @@ def ensure_default_model() -> Path:
     out = converted_dir()
     if (out / "config.json").exists() and any(out.glob("*.safetensors")):
         return out
+    return convert_gguf(gguf_path(), out)
+
+
+def convert_gguf(src: Path, out: Path) -> Path:
+    """Dequantise the GGUF file ``src`` into the fp32 HF folder ``out`` (tokenizer too).
+
+    Shared with the InvisibleInk peer benchmark, which needs HF folders of the same GGUF
+    models; ``out`` appears only once complete (written beside it, then renamed).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     set_offline()
-    src = gguf_path()
     tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
     model = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
                                                  dtype=torch.float32)
