@@ -40,6 +40,8 @@ BENCH_LLM = "local:qwen2.5-0.5b"
 DATASETS = {
     "bbc-news": ("news article", 64),
     "health-tweets": ("health news tweet", 40),
+    "complaints": ("consumer complaint about a financial product", 96),
+    "banking77": ("customer question to a bank", 32),
 }
 
 
@@ -58,7 +60,7 @@ class BenchData:
 
 
 def load_data(name: str, test_docs: int = 2000) -> BenchData:
-    """``name``: ``bbc-news`` or ``health-tweets``; the test sample is fixed (seed 0)."""
+    """``name``: a key of ``DATASETS``; the test sample is fixed (seed 0)."""
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)}")
     train = read_corpus(f"demo:{name}/train")

@@ -1,0 +1,330 @@
+"""Whole synthetic documents at a size people use: every generator beside real documents,
+the LLM-only floor and one outside peer, scored by one downstream classifier.
+
+A cell is (corpus, method, ε, seed). Methods (``--methods``):
+
+* ``real`` — ``--per-class`` real training documents per class (the reference; no ε);
+* ``floor`` — the LLM alone: each document is written from ten terms drawn uniformly
+  from the 2,000 most frequent public English words, with a label drawn uniformly at
+  random and never shown to the LLM (no private signal, class names not given): what a
+  classifier learns from the LLM's text with nothing private in it;
+* ``kps``, ``augpe``, ``pate``, ``dpft`` — dptext's generators through
+  ``dptext.synthesize`` with their defaults at total ε, the label set declared (public
+  class names; no generator puts them in a prompt except PATE, whose public candidates
+  are written from them), ``--per-class`` documents per class;
+* ``invisibleink`` — the outside peer InvisibleInk (``peers/invisibleink.py``; GPL-3, run
+  from its own virtual environment, never imported by dptext) with the same open model
+  family as the LLM of the other methods (Qwen2.5-0.5B, dequantised from the same GGUF),
+  at most n // 7 documents for a class of n (each output document consumes 7 private
+  references).
+
+Every synthetic set (and the real one) trains ``synthetic_protocol.downstream`` (MiniLM +
+the evaluation suite's MLP head) and is tested on the same fixed sample of real test
+documents. Per cell the results file keeps accuracy, macro-F1, documents, LLM calls (the
+prompts answered for the final documents, journaled ones included) and wall seconds
+summed over the invocations that worked on it; the report gives LLM calls and wall hours
+per 1,000 documents for each method.
+
+Resumable and polite: each cell runs in its own folder under ``--work-dir`` (outside the
+repository; DP releases, LLM completions and InvisibleInk's output are journaled there, so
+a killed run continues without new noise or repeated prompts); finished cells are
+skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs, so LLM jobs sharing
+a machine take turns. Run it under ``nice``, one LLM job per core
+(``DPTEXT_LLM_THREADS``). ``--report`` only renders what exists; the table names every
+cell of the requested design that has not run.
+
+    nice -n 10 python benchmarks/bench_whole_documents.py --corpora bbc-news \\
+        --methods real,kps,floor --epsilons 3,6 --seeds 0,1,2 --per-class 100
+    python benchmarks/bench_whole_documents.py --report --write
+
+On a GPU server: ``--llm openai:MODEL@URL --concurrency 64`` (vLLM; docs/llm.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_keyphrase_models import mean_sd, src_tree
+from record import command_line, markdown_table, record
+from synthetic_protocol import (
+    BENCH_LLM,
+    DATASETS,
+    BenchData,
+    downstream,
+    llm_lock,
+    load_data,
+    real_sample,
+    shared_backend,
+)
+
+METHODS = ("real", "kps", "floor", "pate", "augpe", "invisibleink", "dpft")
+PRIVATE = ("kps", "pate", "augpe", "invisibleink", "dpft")  # the methods with an ε
+FLOOR_WORDS, FLOOR_TERMS = 2000, 10
+PEER_MODEL = "qwen2.5-0.5b"
+DELTA = 1e-5
+
+
+def default_work_dir() -> Path:
+    from peers.invisibleink import bench_root
+
+    return bench_root() / "whole-documents"
+
+
+def cell_name(corpus: str, method: str, eps: float | None, seed: int, per_class: int) -> str:
+    e = "none" if eps is None else f"{eps:g}"
+    return f"{corpus}-{method}-eps{e}-n{per_class}-s{seed}"
+
+
+class Timer:
+    """Wall seconds a cell has taken, summed over the invocations that worked on it (a
+    killed invocation adds its time too: SIGTERM is turned into an exception)."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / "seconds.json"
+        self.before = json.loads(self.path.read_text())["seconds"] if self.path.exists() else 0.0
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps({"seconds": self.total}))
+
+    @property
+    def total(self) -> float:
+        return self.before + time.perf_counter() - self.start
+
+
+def _terminate(signum, frame):
+    raise SystemExit(f"stopped by signal {signum}")
+
+
+# ------------------------------------------------------------------ the methods
+def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, llm,
+                    concurrency: int) -> tuple[list[tuple[str, str]], int]:
+    """Documents from uniformly drawn public words, labels at random (no private signal)."""
+    from dptext.generators.kps import KeyphraseSequence
+    from dptext.llm import (
+        DocumentOptions,
+        Journal,
+        PromptBuilder,
+        RunStats,
+        SamplingParams,
+        generate_documents,
+    )
+    from dptext.text.vocabulary import load_vocabulary
+
+    rng = np.random.default_rng([seed, 7])
+    words = np.asarray(load_vocabulary(f"english:{FLOOR_WORDS}").terms, dtype=object)
+    n = per_class * len(data.classes)
+    labels = rng.choice(np.asarray(data.classes, dtype=object), n)
+    seqs = [KeyphraseSequence(label, tuple(rng.choice(words, FLOOR_TERMS, replace=False)))
+            for label in labels]
+    builder = PromptBuilder(data.document_type,
+                            params=SamplingParams(max_tokens=data.max_tokens))
+    stats = RunStats()
+    docs = generate_documents(seqs, llm, builder,
+                              DocumentOptions(seed=seed, concurrency=concurrency),
+                              journal=Journal(folder / "journal.jsonl"), stats=stats)
+    return [(d.text, d.label) for d in docs], stats.total
+
+
+def generator_documents(method: str, data: BenchData, eps: float, per_class: int, seed: int,
+                        folder: Path, llm, concurrency: int) -> tuple[list[tuple[str, str]],
+                                                                        int, float]:
+    """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``)."""
+    import dptext
+
+    options: dict = {"labels": data.classes}
+    if method == "dpft":
+        options["documents"] = per_class * len(data.classes)
+    else:
+        options.update(per_class=per_class, document_type=data.document_type,
+                       max_tokens=data.max_tokens)
+    out = folder / "synthetic.jsonl"
+    result = dptext.synthesize(
+        data.train, method, out=out, epsilon=eps, delta=DELTA, llm=llm,
+        resume=(folder / "synthetic.jsonl.run").exists(), seed=seed,
+        dataset_id=f"bench-whole-documents-{data.name}", allow_budget_overrun=True,
+        concurrency=concurrency, **options)
+    calls = result.stats.total if result.stats is not None else 0
+    return [(d["text"], d["label"]) for d in result.documents], calls, \
+        result.ledger.guarantee().epsilon
+
+
+def peer_documents(data: BenchData, eps: float, per_class: int, seed: int, folder: Path,
+                   threads: int) -> tuple[list[tuple[str, str]], int]:
+    from peers import invisibleink
+
+    pairs = invisibleink.generate(
+        data.train.texts, data.train.labels, per_class=per_class, epsilon=eps,
+        description=data.document_type, model_alias=PEER_MODEL,
+        root=invisibleink.bench_root(), work_dir=folder, delta=DELTA,
+        max_tokens=data.max_tokens, seed=seed, threads=threads)
+    return pairs, 0  # no chat-completion calls: B forward passes per token instead
+
+
+# ------------------------------------------------------------------ one cell
+def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -> dict:
+    folder = args.work_dir / "cells" / cell_name(data.name, method, eps, seed, args.per_class)
+    folder.mkdir(parents=True, exist_ok=True)
+    spent = None
+    calls = 0
+    with Timer(folder) as timer:
+        if method == "real":
+            texts, labels = real_sample(data, args.per_class, seed)
+            pairs = list(zip(texts, labels, strict=True))
+        else:
+            llm = None if method == "invisibleink" else shared_backend(args.llm)
+            with llm_lock(args.llm_lock):
+                if method == "floor":
+                    pairs, calls = floor_documents(data, args.per_class, seed, folder, llm,
+                                                   args.concurrency)
+                elif method == "invisibleink":
+                    pairs, calls = peer_documents(data, eps, args.per_class, seed, folder,
+                                                  args.threads)
+                    spent = eps
+                else:
+                    pairs, calls, spent = generator_documents(
+                        method, data, eps, args.per_class, seed, folder, llm, args.concurrency)
+    scores = downstream([t for t, _ in pairs], [lab for _, lab in pairs], data, seed=seed)
+    return {"documents": len(pairs), "accuracy": scores["accuracy"],
+            "macro_f1": scores["macro_f1"], "llm_calls": calls, "wall_s": timer.total,
+            "spent_epsilon": spent}
+
+
+# ------------------------------------------------------------------ results and report
+def load_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def key(corpus: str, method: str, eps, seed: int, per_class: int, llm: str) -> tuple:
+    return (corpus, method, None if eps is None else float(eps), seed, per_class, llm)
+
+
+def design(args) -> list[tuple[str, str, float | None, int]]:
+    """Every requested cell, seed-major: a partial run has whole comparisons for seed 0."""
+    out = []
+    for seed in args.seeds:
+        for corpus in args.corpora:
+            for method in args.methods:
+                for eps in (args.epsilons if method in PRIVATE else [None]):
+                    out.append((corpus, method, eps, seed))
+    return out
+
+
+def report(rows: list[dict], args) -> str:
+    got: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["per_class"] == args.per_class and r["llm"] == args.llm:
+            got.setdefault((r["corpus"], r["method"], r["epsilon"]), []).append(r)
+    table = []
+    for corpus in args.corpora:
+        for method in args.methods:
+            for eps in (args.epsilons if method in PRIVATE else [None]):
+                cell = got.get((corpus, method, None if eps is None else float(eps)), [])
+                if not cell:
+                    continue
+                docs = sum(r["documents"] for r in cell)
+                calls = sum(r["llm_calls"] for r in cell)
+                hours = sum(r["wall_s"] for r in cell) / 3600
+                table.append([corpus, method, "–" if eps is None else f"{eps:g}",
+                              ", ".join(str(r["seed"]) for r in sorted(cell,
+                                                                       key=lambda r: r["seed"])),
+                              mean_sd([r["accuracy"] for r in cell]),
+                              mean_sd([r["macro_f1"] for r in cell]),
+                              f"{docs / len(cell):.0f}",
+                              f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
+                              f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
+    done = {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
+            for r in rows}
+    missing = [c for c in design(args)
+               if key(*c, args.per_class, args.llm) not in done]
+    lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / seed {s}"
+             for c, m, e, s in missing]
+    commands = sorted({r["command"] for r in rows if r["per_class"] == args.per_class
+                       and r["llm"] == args.llm})
+    return (
+        "Cells computed by (resumable, under `nice`): "
+        + "; ".join(f"`{c}`" for c in commands) + f". LLM: `{args.llm}`; "
+        f"{args.per_class} documents per class requested (InvisibleInk: at most n // 7 for a "
+        "class of n); δ = 1e-5; labels declared. Downstream: MiniLM + the evaluation "
+        "suite's MLP head trained on each synthetic set, tested on a fixed sample of ≤ 2,000 "
+        "real test documents; mean ± sd over seeds. LLM calls and wall hours per 1,000 "
+        "documents are summed over seeds (wall time includes fitting, on this machine).\n\n"
+        + markdown_table(["corpus", "method", "ε", "seeds", "accuracy", "macro-F1",
+                          "documents per seed", "LLM calls per 1,000 documents",
+                          "wall hours per 1,000 documents"], table)
+        + "\n\nCells of the requested design not run (yet):"
+        + ("\n\n" + "\n".join(lines) if lines else " none.")
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpora", default="bbc-news,health-tweets,complaints,banking77")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--epsilons", default="3,6")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--per-class", type=int, default=100)
+    ap.add_argument("--llm", default=BENCH_LLM, help="the LLM of every method but the peer")
+    ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight")
+    ap.add_argument("--threads", type=int, default=1, help="InvisibleInk's torch threads")
+    ap.add_argument("--llm-lock", default=None, help="a lock file held while the LLM runs")
+    ap.add_argument("--work-dir", type=Path, default=None)
+    ap.add_argument("--report", action="store_true", help="only render the results")
+    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    args = ap.parse_args()
+    args.corpora = args.corpora.split(",")
+    args.methods = args.methods.split(",")
+    unknown = set(args.methods) - set(METHODS) or set(args.corpora) - set(DATASETS)
+    if unknown:
+        raise SystemExit(f"unknown {sorted(unknown)}; methods: {', '.join(METHODS)}; corpora: "
+                         f"{', '.join(DATASETS)}")
+    args.epsilons = [float(e) for e in args.epsilons.split(",")]
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.work_dir = args.work_dir or default_work_dir()
+    results = args.work_dir / "results.jsonl"
+    signal.signal(signal.SIGTERM, _terminate)
+    if not args.report:
+        done = {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"],
+                    r["llm"]) for r in load_rows(results)}
+        data: dict[str, BenchData] = {}
+        for corpus, method, eps, seed in design(args):
+            if key(corpus, method, eps, seed, args.per_class, args.llm) in done:
+                continue
+            data.setdefault(corpus, load_data(corpus))
+            row = {"corpus": corpus, "method": method, "epsilon": eps, "seed": seed,
+                   "per_class": args.per_class, "llm": args.llm, "src": src_tree(),
+                   "command": command_line(),
+                   **run_cell(args, data[corpus], method, eps, seed)}
+            with results.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"{corpus} {method} ε={eps} seed {seed}: accuracy {row['accuracy']:.3f}, "
+                  f"{row['documents']} documents, {row['llm_calls']} LLM calls, "
+                  f"{row['wall_s']:.0f} s", flush=True)
+            if args.write:
+                record("whole-documents", TITLE, report(load_rows(results), args))
+    text = report(load_rows(results), args)
+    if args.write:
+        record("whole-documents", TITLE, text)
+    else:
+        print(text)
+
+
+TITLE = "Whole synthetic documents: every generator, the LLM-only floor and InvisibleInk"
+
+if __name__ == "__main__":
+    main()
