@@ -31,7 +31,7 @@ import numpy as np
 
 from bench_keyphrase_models import mean_sd
 from record import markdown_table, record
-from synthetic_protocol import DATASETS, downstream, load_data, real_sample
+from synthetic_protocol import DATASETS, downstream, llm_documents, load_data, real_sample
 
 INF_EPSILON = 1e3
 
@@ -55,24 +55,14 @@ def sequences(data, epsilon: float, per_class: int, seed: int, work_dir: Path) -
 
 def write_documents(data, seqs: list, model: str, seed: int, work_dir: Path) -> dict:
     """One document per sequence with ``local:model``; wall time excludes loading."""
-    from dptext.llm import (
-        DocumentOptions,
-        Journal,
-        PromptBuilder,
-        RunStats,
-        SamplingParams,
-        generate_documents,
-        make_backend,
-    )
+    from dptext.llm import PromptBuilder, SamplingParams, make_backend
 
     backend = make_backend(f"local:{model}")
-    builder = PromptBuilder(data.document_type, params=SamplingParams(max_tokens=data.max_tokens))
     backend.complete([PromptBuilder("note", params=SamplingParams(max_tokens=1)).build(["x"])])
-    stats = RunStats()
-    journal = Journal(work_dir / f"{data.name}-{model}-n{len(seqs)}-s{seed}.journal.jsonl")
     started = time.perf_counter()
-    docs = generate_documents(seqs, backend, builder, DocumentOptions(seed=seed),
-                              journal=journal, stats=stats)
+    docs, stats = llm_documents(
+        seqs, data, work_dir / f"{data.name}-{model}-n{len(seqs)}-s{seed}.journal.jsonl",
+        backend=backend, seed=seed)
     wall = time.perf_counter() - started
     backend.close()
     # a resumed cell computed only part of its prompts: the rate is of those

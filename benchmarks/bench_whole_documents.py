@@ -60,6 +60,7 @@ from synthetic_protocol import (
     DATASETS,
     BenchData,
     downstream,
+    llm_documents,
     llm_lock,
     load_data,
     real_sample,
@@ -114,14 +115,6 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
                     concurrency: int) -> tuple[list[tuple[str, str]], int]:
     """Documents from uniformly drawn public words, labels at random (no private signal)."""
     from dptext.generators.kps import KeyphraseSequence
-    from dptext.llm import (
-        DocumentOptions,
-        Journal,
-        PromptBuilder,
-        RunStats,
-        SamplingParams,
-        generate_documents,
-    )
     from dptext.text.vocabulary import load_vocabulary
 
     rng = np.random.default_rng([seed, 7])
@@ -130,12 +123,8 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
     labels = rng.choice(np.asarray(data.classes, dtype=object), n)
     seqs = [KeyphraseSequence(label, tuple(rng.choice(words, FLOOR_TERMS, replace=False)))
             for label in labels]
-    builder = PromptBuilder(data.document_type,
-                            params=SamplingParams(max_tokens=data.max_tokens))
-    stats = RunStats()
-    docs = generate_documents(seqs, llm, builder,
-                              DocumentOptions(seed=seed, concurrency=concurrency),
-                              journal=Journal(folder / "journal.jsonl"), stats=stats)
+    docs, stats = llm_documents(seqs, data, folder / "journal.jsonl", backend=llm, seed=seed,
+                                concurrency=concurrency)
     return [(d.text, d.label) for d in docs], stats.total
 
 

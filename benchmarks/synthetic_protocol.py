@@ -134,6 +134,27 @@ def real_sample(data: BenchData, per_class: int, seed: int = 0) -> tuple[list, l
     return [data.train.texts[i] for i in idx], [data.train.labels[i] for i in idx]
 
 
+def llm_documents(seqs, data: BenchData, journal: str | Path, *, backend=None, seed: int = 0,
+                  concurrency: int = 4):
+    """One document per keyphrase sequence with the protocol's prompts (``backend``: the
+    shared one unless given), journaled at ``journal``; (documents, RunStats)."""
+    from dptext.llm import (
+        DocumentOptions,
+        Journal,
+        PromptBuilder,
+        RunStats,
+        SamplingParams,
+        generate_documents,
+    )
+
+    builder = PromptBuilder(data.document_type, params=SamplingParams(max_tokens=data.max_tokens))
+    stats = RunStats()
+    docs = generate_documents(seqs, backend or shared_backend(), builder,
+                              DocumentOptions(seed=seed, concurrency=concurrency),
+                              journal=Journal(journal), stats=stats)
+    return docs, stats
+
+
 @dataclass
 class KpsRun:
     docs: list[tuple[str, str]]  # (text, label)
@@ -145,16 +166,8 @@ class KpsRun:
 def kps_documents(data: BenchData, epsilon: float, n_docs: int, *, work_dir: str | Path,
                   delta: float = 1e-5, seed: int = 0) -> KpsRun:
     """DP-KPS with dptext's defaults at total ``epsilon``, ``n_docs`` LLM documents
-    (equal per class), journaled under ``work_dir``."""
+    (split by the DP label set's counts), journaled under ``work_dir``."""
     from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
-    from dptext.llm import (
-        DocumentOptions,
-        Journal,
-        PromptBuilder,
-        RunStats,
-        SamplingParams,
-        generate_documents,
-    )
 
     started = time.perf_counter()
     work_dir = Path(work_dir)
@@ -171,10 +184,6 @@ def kps_documents(data: BenchData, epsilon: float, n_docs: int, *, work_dir: str
         work_dir.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps(state))
     seqs = [KeyphraseSequence.from_dict(d) for d in state["sequences"]]
-    builder = PromptBuilder(data.document_type, params=SamplingParams(max_tokens=data.max_tokens))
-    stats = RunStats()
-    journal = Journal(work_dir / f"{stem}.journal.jsonl")
-    docs = generate_documents(seqs, shared_backend(), builder, DocumentOptions(seed=seed),
-                              journal=journal, stats=stats)
+    docs, stats = llm_documents(seqs, data, work_dir / f"{stem}.journal.jsonl", seed=seed)
     return KpsRun([(d.text, d.label) for d in docs], stats.total, state["epsilon"],
                   time.perf_counter() - started)
