@@ -215,48 +215,45 @@ def design(args) -> list[tuple[str, str, float | None, int]]:
 
 
 def report(rows: list[dict], args) -> str:
+    """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
+    cells of the requested design that have not run."""
     got: dict[tuple, list[dict]] = {}
     for r in rows:
-        if r["per_class"] == args.per_class and r["llm"] == args.llm:
-            got.setdefault((r["corpus"], r["method"], r["epsilon"]), []).append(r)
+        if r["llm"] == args.llm:
+            got.setdefault((r["corpus"], r["method"], r["epsilon"], r["per_class"]),
+                           []).append(r)
+    order = {m: i for i, m in enumerate(METHODS)}
     table = []
-    for corpus in args.corpora:
-        for method in args.methods:
-            for eps in (args.epsilons if method in PRIVATE else [None]):
-                cell = got.get((corpus, method, None if eps is None else float(eps)), [])
-                if not cell:
-                    continue
-                docs = sum(r["documents"] for r in cell)
-                calls = sum(r["llm_calls"] for r in cell)
-                hours = sum(r["wall_s"] for r in cell) / 3600
-                table.append([corpus, method, "–" if eps is None else f"{eps:g}",
-                              ", ".join(str(r["seed"]) for r in sorted(cell,
-                                                                       key=lambda r: r["seed"])),
-                              mean_sd([r["accuracy"] for r in cell]),
-                              mean_sd([r["macro_f1"] for r in cell]),
-                              f"{docs / len(cell):.0f}",
-                              f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
-                              f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
+    for (corpus, method, eps, per_class), cell in sorted(
+            got.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2] or 0, kv[0][3])):
+        docs = sum(r["documents"] for r in cell)
+        calls = sum(r["llm_calls"] for r in cell)
+        hours = sum(r["wall_s"] for r in cell) / 3600
+        table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
+                      ", ".join(str(r["seed"]) for r in sorted(cell, key=lambda r: r["seed"])),
+                      mean_sd([r["accuracy"] for r in cell]),
+                      mean_sd([r["macro_f1"] for r in cell]), f"{docs / len(cell):.0f}",
+                      f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
+                      f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
     done = {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
             for r in rows}
     missing = [c for c in design(args)
                if key(*c, args.per_class, args.llm) not in done]
     lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / seed {s}"
              for c, m, e, s in missing]
-    commands = sorted({r["command"] for r in rows if r["per_class"] == args.per_class
-                       and r["llm"] == args.llm})
+    commands = sorted({r["command"] for r in rows if r["llm"] == args.llm})
     return (
         "Cells computed by (resumable, under `nice`): "
         + "; ".join(f"`{c}`" for c in commands) + f". LLM: `{args.llm}`; "
-        f"{args.per_class} documents per class requested (InvisibleInk: at most n // 7 for a "
+        "\"per class\": documents per class requested (InvisibleInk: at most n // 7 for a "
         "class of n); δ = 1e-5; labels declared. Downstream: MiniLM + the evaluation "
         "suite's MLP head trained on each synthetic set, tested on a fixed sample of ≤ 2,000 "
         "real test documents; mean ± sd over seeds. LLM calls and wall hours per 1,000 "
         "documents are summed over seeds (wall time includes fitting, on this machine).\n\n"
-        + markdown_table(["corpus", "method", "ε", "seeds", "accuracy", "macro-F1",
+        + markdown_table(["corpus", "method", "ε", "per class", "seeds", "accuracy", "macro-F1",
                           "documents per seed", "LLM calls per 1,000 documents",
                           "wall hours per 1,000 documents"], table)
-        + "\n\nCells of the requested design not run (yet):"
+        + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
         + ("\n\n" + "\n".join(lines) if lines else " none.")
     )
 
