@@ -17,7 +17,7 @@ from dptext.generators.kps_models import (
     describe,
     neighbour_kernel,
 )
-from dptext.generators.kps_select import candidate_correct, presence_matrix
+from dptext.generators.kps_select import candidate_correct, embedded, presence_matrix
 from dptext.kde.histogram import (
     ReleasedHistogram,
     class_term_counts,
@@ -203,6 +203,13 @@ def test_select_noisy_max_records_and_prefers_the_best():
     assert ledger.guarantee().epsilon == pytest.approx(20 * r.epsilon)
 
 
+def test_embedded_is_the_unit_sum_of_term_embeddings():
+    emb = np.array([[3.0, 0.0], [0.0, 4.0], [1.0, 1.0]])
+    v = embedded(presence_matrix([np.array([0, 1, 1]), np.array([], dtype=int)], 3), emb)
+    np.testing.assert_allclose(v[0], [0.6, 0.8])  # a repeated term counts once
+    assert not v[1].any()  # a document without a Ṽ term stays at zero
+
+
 def test_candidate_score_is_bounded_per_document():
     hist = ReleasedHistogram(labels=("a", "b"), terms=("t0", "t1", "t2", "t3"),
                              counts=np.array([[9.0, 9, 0, 0], [0, 0, 9, 9]]),
@@ -210,17 +217,21 @@ def test_candidate_score_is_bounded_per_document():
     docs = [np.array([0, 1]), np.array([2]), np.array([3, 0, 1]), np.array([], dtype=int)]
     x = presence_matrix(docs, 4)
     y = np.array([0, 1, 0, 1])
-    right = candidate_correct(HistogramModel(hist), ("a", "b"), x, y, per_class=20, length=2,
+    emb = np.eye(4)  # four orthogonal terms
+    right = candidate_correct(HistogramModel(hist), ("a", "b"), embedded(x, emb), y,
+                              term_embeddings=emb, per_class=20, length=2,
                               rng=np.random.default_rng(0))
     assert set(right.tolist()) <= {0, 1} and right[:3].tolist() == [1, 1, 1]
     # one more validation document changes the total by at most 1
     x2 = presence_matrix([*docs, np.array([2, 3])], 4)
-    right2 = candidate_correct(HistogramModel(hist), ("a", "b"), x2, np.append(y, 0),
-                               per_class=20, length=2, rng=np.random.default_rng(0))
+    right2 = candidate_correct(HistogramModel(hist), ("a", "b"), embedded(x2, emb),
+                               np.append(y, 0), term_embeddings=emb, per_class=20, length=2,
+                               rng=np.random.default_rng(0))
     assert abs(int(right2.sum()) - int(right.sum())) <= 1
     # an empty validation fold scores nothing (and does not fail)
-    none = candidate_correct(HistogramModel(hist), ("a", "b"), presence_matrix([], 4),
-                             np.zeros(0, dtype=int), per_class=20, length=2,
+    none = candidate_correct(HistogramModel(hist), ("a", "b"),
+                             embedded(presence_matrix([], 4), emb), np.zeros(0, dtype=int),
+                             term_embeddings=emb, per_class=20, length=2,
                              rng=np.random.default_rng(0))
     assert none.shape == (0,)
 

@@ -705,7 +705,8 @@ class KeyphraseSeeder:
         kde = None
         self.sketches_ = ReleasedSketches(features=(), sums={c: () for c in labels})
         self.embeddings_ = np.zeros((len(hist.terms), 0), dtype=np.float32)
-        if len(hist.terms) and ("kde" in specs or any(f == "smoothed" for f, _ in specs_c)):
+        if len(hist.terms) and (selecting or "kde" in specs
+                                or any(f == "smoothed" for f, _ in specs_c)):
             self.embeddings_ = self._embed_released(step)
         if "kde" in specs and len(hist.terms):
             items = list(zip(corpus.texts, counted.tolist(), strict=True))
@@ -738,6 +739,7 @@ class KeyphraseSeeder:
             step("private model selection")
             x = presence_matrix(val_terms, len(hist.terms))
             chosen = select_model(cands, labels, x, class_ids[val_idx],
+                                  term_embeddings=self.embeddings_,
                                   epsilon=self._selection_epsilon(corpus.labels is not None),
                                   ledger=self.ledger_,
                                   per_class=self.selection_sequences, length=self.length,
