@@ -531,8 +531,14 @@ class KeyphraseSeeder:
         return {"kde": keeps, "histogram": hists, "smoothed": [*hists, *smoothed],
                 "hybrid": hybrids, "auto": hists}[family]
 
+    def _selects(self) -> bool:
+        """Whether a private selection is planned: ``select="auto"`` with more than one
+        candidate (an upper bound: with one class, known only after reading the labels,
+        nothing is selected — ``_selecting``)."""
+        return self.select == "auto" and len(self.candidate_specs()) > 1
+
     def _selecting(self, labels: list) -> bool:
-        return self.select == "auto" and len(self.candidate_specs()) > 1 and len(labels) > 1
+        return self._selects() and len(labels) > 1
 
     def _shared_selection(self) -> bool:
         """Whether the private selection scores a sample of the same documents the releases
@@ -541,7 +547,7 @@ class KeyphraseSeeder:
         whose documents the releases lose. Measured on Banking77 at ε = 6: losing 10 % of
         the documents cost more (0.77 against 0.80) than 5 % of ε. Without a total ε
         (per-stage budgets: each stage exactly its own ε) the holdout fold is used."""
-        if self.select != "auto" or len(self.candidate_specs()) < 2:
+        if not self._selects():
             return False
         split = self.selection_split
         if split == "auto":
@@ -550,10 +556,8 @@ class KeyphraseSeeder:
 
     def _planned_model_releases(self, planned, labelled: bool = True) -> list[Release]:
         specs = self.model_noise_specs(labelled)
-        # an upper bound: with one class (known only after reading labels) nothing is selected
-        selects = self.select == "auto" and len(self.candidate_specs()) > 1
         shared = labelled and self._shared_selection()
-        fold = FIT_FOLD if selects and not shared else None
+        fold = FIT_FOLD if self._selects() and not shared else None
         out = [planned(HISTOGRAM_NAME, specs["histogram"], fold=fold)]
         label_specs = self.noise_specs(labelled, single=self._single())
         if "labels" in label_specs:
