@@ -57,7 +57,7 @@ from keyphrase_protocol import (
     embed_strings,
     fit_classifier,
 )
-from record import command_line
+from record import bench_dir, command_line
 
 CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77", "drug-reviews")
 INF_EPSILON = 1e3  # "ε → ∞": KeyphraseSeeder needs a finite ε (rows record the one used)
@@ -74,8 +74,7 @@ def per_class(n_classes: int) -> int:
 
 
 def default_work_dir() -> Path:
-    return Path(os.environ.get("DPTEXT_BENCH_DIR", Path.home() / ".cache" / "dptext-bench")) \
-        / "keyphrase-models"
+    return bench_dir("keyphrase-models")
 
 
 def src_tree() -> str:

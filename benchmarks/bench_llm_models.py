@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_keyphrase_models import mean_sd
-from record import markdown_table, record
+from record import bench_dir, markdown_table, record
 from synthetic_protocol import DATASETS, downstream, llm_documents, load_data, real_sample
 
 INF_EPSILON = 1e3
@@ -83,8 +82,7 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=6.0)
     ap.add_argument("--per-class", type=int, default=30)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--work-dir", type=Path, default=Path(os.environ.get(
-        "DPTEXT_BENCH_DIR", Path.home() / ".cache" / "dptext-bench")) / "llm-models")
+    ap.add_argument("--work-dir", type=Path, default=bench_dir("llm-models"))
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
     data = load_data(args.corpus)

@@ -53,8 +53,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_keyphrase_models import mean_sd, src_tree
-from record import command_line, markdown_table, record
+from bench_keyphrase_models import append_row, load_rows, mean_sd, src_tree
+from record import bench_dir, command_line, markdown_table, record
 from synthetic_protocol import (
     BENCH_LLM,
     DATASETS,
@@ -72,12 +72,6 @@ PRIVATE = ("kps", "pate", "augpe", "invisibleink", "dpft")  # the methods with a
 FLOOR_WORDS, FLOOR_TERMS = 2000, 10
 PEER_MODEL = "qwen2.5-0.5b"
 DELTA = 1e-5
-
-
-def default_work_dir() -> Path:
-    from peers.invisibleink import bench_root
-
-    return bench_root() / "whole-documents"
 
 
 def cell_name(corpus: str, method: str, eps: float | None, seed: int, per_class: int) -> str:
@@ -158,7 +152,7 @@ def peer_documents(data: BenchData, eps: float, per_class: int, seed: int, folde
     pairs = invisibleink.generate(
         data.train.texts, data.train.labels, per_class=per_class, epsilon=eps,
         description=data.document_type, model_alias=PEER_MODEL,
-        root=invisibleink.bench_root(), work_dir=folder, delta=DELTA,
+        root=bench_dir(), work_dir=folder, delta=DELTA,
         max_tokens=data.max_tokens, seed=seed, threads=threads)
     return pairs, 0  # no chat-completion calls: B forward passes per token instead
 
@@ -193,12 +187,6 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
 
 
 # ------------------------------------------------------------------ results and report
-def load_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def key(corpus: str, method: str, eps, seed: int, per_class: int, llm: str) -> tuple:
     return (corpus, method, None if eps is None else float(eps), seed, per_class, llm)
 
@@ -281,7 +269,7 @@ def main() -> None:
                          f"{', '.join(DATASETS)}")
     args.epsilons = [float(e) for e in args.epsilons.split(",")]
     args.seeds = [int(s) for s in args.seeds.split(",")]
-    args.work_dir = args.work_dir or default_work_dir()
+    args.work_dir = args.work_dir or bench_dir("whole-documents")
     results = args.work_dir / "results.jsonl"
     signal.signal(signal.SIGTERM, _terminate)
     if not args.report:
@@ -296,8 +284,7 @@ def main() -> None:
                    "per_class": args.per_class, "llm": args.llm, "src": src_tree(),
                    "command": command_line(),
                    **run_cell(args, data[corpus], method, eps, seed)}
-            with results.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(results, row)
             print(f"{corpus} {method} ε={eps} seed {seed}: accuracy {row['accuracy']:.3f}, "
                   f"{row['documents']} documents, {row['llm_calls']} LLM calls, "
                   f"{row['wall_s']:.0f} s", flush=True)

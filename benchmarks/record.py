@@ -25,6 +25,13 @@ commit and machine produced it. Ratios are measured side by side in one run.
 """
 
 
+def bench_dir(name: str = "") -> Path:
+    """Where benchmark results, caches and peers' environments live: ``$DPTEXT_BENCH_DIR``
+    or ``~/.cache/dptext-bench`` (outside the repository), then ``name``."""
+    root = Path(os.environ.get("DPTEXT_BENCH_DIR", Path.home() / ".cache" / "dptext-bench"))
+    return root / name if name else root
+
+
 def commit() -> str:
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,

@@ -21,10 +21,11 @@ parallel composition — and a class with n documents yields at most n // (B−1
 Cost: B forward passes (B−1 private + 1 public, KV-cached) per generated token, i.e. about
 B times plain decoding, on CPU in float32 here.
 
-    from peers import invisibleink          # with benchmarks/ on sys.path
+    import record                           # with benchmarks/ on sys.path
+    from peers import invisibleink
     pairs = invisibleink.generate(texts, labels, per_class=10, epsilon=6,
                                   description="BBC news article", model_alias="qwen2.5-0.5b",
-                                  root=invisibleink.bench_root(), work_dir=work)
+                                  root=record.bench_dir(), work_dir=work)
 """
 
 from __future__ import annotations
@@ -45,11 +46,6 @@ VENV_NAME = "invink-venv"
 READY = ".dptext-ready"
 CHILD_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "TOKENIZERS_PARALLELISM": "false", "TQDM_DISABLE": "1"}
-
-
-def bench_root() -> Path:
-    """``$DPTEXT_BENCH_DIR`` or ``~/.cache/dptext-bench``: outside the repository."""
-    return Path(os.environ.get("DPTEXT_BENCH_DIR", Path.home() / ".cache" / "dptext-bench"))
 
 
 def _requote_line(line: str) -> str:
