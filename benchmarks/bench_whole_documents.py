@@ -191,6 +191,11 @@ def key(corpus: str, method: str, eps, seed: int, per_class: int, llm: str) -> t
     return (corpus, method, None if eps is None else float(eps), seed, per_class, llm)
 
 
+def done_keys(rows: list[dict]) -> set[tuple]:
+    return {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
+            for r in rows}
+
+
 def design(args) -> list[tuple[str, str, float | None, int]]:
     """Every requested cell, seed-major: a partial run has whole comparisons for seed 0."""
     out = []
@@ -223,8 +228,7 @@ def report(rows: list[dict], args) -> str:
                       mean_sd([r["macro_f1"] for r in cell]), f"{docs / len(cell):.0f}",
                       f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
                       f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
-    done = {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
-            for r in rows}
+    done = done_keys(rows)
     missing = [c for c in design(args)
                if key(*c, args.per_class, args.llm) not in done]
     lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / seed {s}"
@@ -273,8 +277,7 @@ def main() -> None:
     results = args.work_dir / "results.jsonl"
     signal.signal(signal.SIGTERM, _terminate)
     if not args.report:
-        done = {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"],
-                    r["llm"]) for r in load_rows(results)}
+        done = done_keys(load_rows(results))
         data: dict[str, BenchData] = {}
         for corpus, method, eps, seed in design(args):
             if key(corpus, method, eps, seed, args.per_class, args.llm) in done:
