@@ -17,7 +17,11 @@ from dptext.generators.kps_models import (
     describe,
     neighbour_kernel,
 )
-from dptext.generators.kps_select import candidate_correct, embedded, presence_matrix
+from dptext.generators.kps_select import (
+    candidate_correct,
+    embedded,
+    presence_matrix,
+)
 from dptext.kde.histogram import (
     ReleasedHistogram,
     class_term_counts,
@@ -26,7 +30,7 @@ from dptext.kde.histogram import (
 )
 from dptext.kde.sampler import SamplingStats
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, compose
-from dptext.privacy.selection import fold_of, select_noisy_max
+from dptext.privacy.selection import fold_of, margin_scores, select_noisy_max
 from dptext.text.vocabulary import PublicVocabulary
 
 TERMS = ("apple", "banana", "cherry", "grape", "lemon", "mango", "goal", "match", "team",
@@ -203,6 +207,31 @@ def test_select_noisy_max_records_and_prefers_the_best():
     assert ledger.guarantee().epsilon == pytest.approx(20 * r.epsilon)
 
 
+def test_margin_scores_give_the_first_candidate_a_head_start_of_bounded_sensitivity():
+    correct = np.array([[1, 1, 0], [0, 1, 1], [0, 1, 0], [1, 0, 0]])
+    assert margin_scores(correct, 0.0) == ([2, 3, 1], 1)  # plain counts
+    # 1/4 of candidate 0's errors count as right: 3 per right answer, 1 per document
+    scores, sens = margin_scores(correct, 0.25)
+    assert scores == [3 * 2 + 4, 4 * 3, 4 * 1] and sens == 4
+    # add/remove one scored document: every score moves the same way, by at most sens
+    for row in ([1, 1, 1], [0, 0, 0], [1, 0, 0], [0, 1, 1]):
+        after, _ = margin_scores(np.vstack([correct, row]), 0.25)
+        moves = np.subtract(after, scores)
+        assert (moves >= 0).all() and moves.max() <= sens
+    # another candidate must remove more than a tenth of candidate 0's 40 errors
+    base = np.zeros((100, 2), dtype=int)
+    base[:60, :] = 1
+    near, clear = base.copy(), base.copy()
+    near[60:63, 1] = 1  # 3 of the 40 errors removed: not enough
+    clear[60:66, 1] = 1  # 6 of them: enough
+    ledger = PrivacyLedger()
+    for correct, best in ((base, 0), (near, 0), (clear, 1)):
+        scores, sens = margin_scores(correct, 0.1)
+        picks = {select_noisy_max(scores, sensitivity=sens, epsilon=200.0, ledger=ledger,
+                                  name="model selection", reason="test") for _ in range(20)}
+        assert picks == {best}
+
+
 def test_embedded_is_the_unit_sum_of_term_embeddings():
     emb = np.array([[3.0, 0.0], [0.0, 4.0], [1.0, 1.0]])
     v = embedded(presence_matrix([np.array([0, 1, 1]), np.array([], dtype=int)], 3), emb)
@@ -274,7 +303,10 @@ def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
     assert seeder.selection_["selected"] and seeder.selection_["split"] == "shared"
     assert seeder.selection_["chosen"] in seeder.selection_["candidates"]
     assert len(seeder.selection_["candidates"]) == len(seeder.candidate_specs()) > 1
-    assert any("of the total" in line for line in seeder.summary_lines())
+    assert any("of the total" in line and "10% fewer errors" in line
+               for line in seeder.summary_lines())
+    assert seeder.selection_["validation_share"] == 0.5  # shared: half the documents scored
+    assert "head start: 0.1" in sel[0].sensitivity_reason and sel[0].sensitivity == 10
     assert len(seeder.sample(5, rng=np.random.default_rng(2))) == 10
 
 
@@ -290,6 +322,7 @@ def test_holdout_selection_composes_in_parallel():
             {"fit"}
         assert "parallel" in seeder.ledger_.guarantee().method
         assert seeder.selection_["split"] == "holdout"
+        assert seeder.selection_["validation_share"] == 0.1  # a holdout fold: a tenth
         assert any("held-out fold" in line for line in seeder.summary_lines())
     with pytest.raises(ValueError, match="total epsilon"):
         _seeder(epsilon=None, epsilon_vocab=2.0, epsilon_kde=6.0,

@@ -7,8 +7,10 @@ model selection (report-noisy-max over validation scores) and the private choice
   label and counts every document in every class row (contribution √(S·classes), not
   the stated √S).
 * ``audit_selection``: ``privacy.selection.select_noisy_max`` over candidates whose
-  scores count correctly labelled validation documents; D' adds one document that only
-  candidate 0 labels right; the statistic is whether candidate 0 is chosen. Its
+  scores count correctly labelled validation documents, candidate 0 with DP-KPS's head
+  start (``margin_scores``); D' adds one document that only candidate 0 labels right
+  (its score moves by the whole stated sensitivity); the statistic is whether
+  candidate 0 is chosen. Its
   ``unbounded`` control counts each document twice (the sensitivity stated as 1 is 2);
   its ``half-noise`` control draws the noise of 2ε and records ε.
 * ``audit_terms_per_doc``: the private choice of S (``kde.terms_per_doc``) on an empty
@@ -29,7 +31,7 @@ from dptext.audits.common import canary_copies, swapped
 from dptext.kde import histogram, terms_per_doc
 from dptext.privacy import NoiseSpec, PrivacyLedger, selection
 from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
-from dptext.privacy.selection import select_noisy_max
+from dptext.privacy.selection import SELECTION_MARGIN, margin_scores, select_noisy_max
 from dptext.text.vocabulary import PublicVocabulary
 
 S, CLASSES, TERMS = 3, 4, 8
@@ -115,16 +117,22 @@ def audit_selection(epsilon: float = 1.0, candidates: int = 20, *, runs: int = 1
     weight = canary_copies(broken)  # unbounded: each document counts twice
     started = time.perf_counter()
     correct = np.random.default_rng(1).integers(0, 2, (300, candidates))
-    correct[:, 1:] = correct[:, :1]  # D: every candidate labels the same documents right
+    correct[:, 1:] = correct[:, :1]  # D: every candidate labels the same documents right,
+    # and the others as many more as candidate 0's head start is worth (about a tie)
+    wrong = np.flatnonzero(correct[:, 0] == 0)
+    wrong = wrong[:round(SELECTION_MARGIN * len(wrong))]
+    correct[wrong, 1:] = 1
     planted = np.zeros((1, candidates), dtype=np.int64)
     planted[0, 0] = 1
     out = []
     ledger = PrivacyLedger()
     with _half_noise_selection(broken == "half-noise"):
         for docs in (correct, np.vstack([correct, planted])):
-            scores = (weight * docs.sum(axis=0)).tolist()
+            scores, sensitivity = margin_scores(np.repeat(docs, weight, axis=0),
+                                                SELECTION_MARGIN)
             ledger = PrivacyLedger()
-            picks = [select_noisy_max(scores, sensitivity=1, epsilon=epsilon, ledger=ledger,
+            picks = [select_noisy_max(scores, sensitivity=sensitivity, epsilon=epsilon,
+                                      ledger=ledger,
                                       name="model selection", reason="audit")
                      for _ in range(runs)]
             out.append((np.asarray(picks) == 0).astype(float))

@@ -74,7 +74,7 @@ from dptext.privacy.labels import (
     planned_value_set,
     release_label_set,
 )
-from dptext.privacy.selection import FIT_FOLD, VALIDATION_FOLD, fold_of
+from dptext.privacy.selection import FIT_FOLD, SELECTION_MARGIN, VALIDATION_FOLD, fold_of
 from dptext.privacy.split import split_budget, threshold_deltas
 from dptext.text.extract import FirstTermCounts
 
@@ -259,9 +259,14 @@ class KeyphraseSeeder:
     mixture: float = 0.5  # the hybrid's histogram weight λ (select="none")
     histogram_power: float = 1.0  # purity exponent p of the histogram weights (select="none")
     smoothing: float = 0.7  # the smoothed histogram's kernel bandwidth (select="none")
-    validation_share: float = 0.1  # documents the selection scores (a keyed-hash sample)
+    # documents the selection scores (a keyed-hash sample); None: half of them for a
+    # shared selection (the releases count them anyway), a tenth for a holdout fold
+    validation_share: float | None = None
     selection_split: str = "auto"  # shared, holdout; auto: shared with a total ε (below)
     selection_share: float = 0.05  # of a total epsilon, for a shared selection
+    # the share of the first candidate's errors another must remove to be chosen
+    # (privacy.selection.margin_scores)
+    selection_margin: float = SELECTION_MARGIN
     histogram_terms: int = 5000  # most kept histogram columns in Ṽ
     selection_sequences: int = 200  # sequences per class per candidate, to score it
 
@@ -347,9 +352,13 @@ class KeyphraseSeeder:
         positive("smoothing", self.smoothing)
         if not (number(self.mixture) and 0 <= self.mixture <= 1):
             raise ValueError(f"mixture must be in [0, 1], got {self.mixture!r}")
-        if not (number(self.validation_share) and 0 < self.validation_share <= 0.5):
-            raise ValueError(f"validation_share must be in (0, 0.5], got "
+        if self.validation_share is not None and not (
+                number(self.validation_share) and 0 < self.validation_share <= 0.5):
+            raise ValueError(f"validation_share must be None or in (0, 0.5], got "
                              f"{self.validation_share!r}")
+        if not (number(self.selection_margin) and 0 <= self.selection_margin <= 0.5):
+            raise ValueError(f"selection_margin must be in [0, 0.5], got "
+                             f"{self.selection_margin!r}")
         if self.selection_split not in SELECTION_SPLITS:
             raise ValueError(f"selection_split must be one of {', '.join(SELECTION_SPLITS)}; "
                              f"got {self.selection_split!r}")
@@ -508,7 +517,8 @@ class KeyphraseSeeder:
     def candidate_specs(self) -> list[tuple[str, float | None]]:
         """(family, parameter) of each candidate model: the histogram weight λ of a
         hybrid, the contrastive keep share of a KDE. All are post-processing of the same
-        releases, so the candidates share them and none pays separately."""
+        releases, so the candidates share them and none pays separately. The first is the
+        reference that the selection's margin favours (``privacy.selection.margin_scores``)."""
         family = self._family()
         if self.select == "none":
             family = "histogram" if family == "auto" else family
@@ -517,7 +527,7 @@ class KeyphraseSeeder:
                      "smoothed": (self.smoothing, self.histogram_power)}[family]
             return [(family, param)]
         keeps = [("kde", k) for k in dict.fromkeys((self.contrastive_keep, 0.3))]
-        hybrids = [("hybrid", m) for m in (0.25, 0.5, 0.75)]
+        hybrids = [("hybrid", m) for m in dict.fromkeys((self.mixture, 0.25, 0.5, 0.75))]
         powers = dict.fromkeys((self.histogram_power, 0.0, 0.5, 2.0))
         floors = dict.fromkeys(f * self.vocab_noise_terms for f in FLOOR_FACTORS)
         hists = [("histogram", (p, f)) for f in floors for p in powers]
@@ -670,8 +680,8 @@ class KeyphraseSeeder:
         shared = selecting and self._shared_selection()
         fit_fold = FIT_FOLD if selecting and not shared else None
         class_ids = _class_ids(corpus, labels)
-        val = fold_of(corpus.texts, self.validation_share) if selecting else \
-            np.zeros(len(corpus), dtype=bool)
+        share = self.validation_share or (0.5 if shared else 0.1)
+        val = fold_of(corpus.texts, share) if selecting else np.zeros(len(corpus), dtype=bool)
         val_idx = np.flatnonzero(val)
         step("DP class × term histogram")
         # exact counts of the fit fold (holdout validation documents: class −1, not counted;
@@ -747,11 +757,13 @@ class KeyphraseSeeder:
                                   epsilon=self._selection_epsilon(corpus.labels is not None),
                                   ledger=self.ledger_,
                                   per_class=self.selection_sequences, length=self.length,
-                                  rng=rng, fold=None if shared else VALIDATION_FOLD)
+                                  rng=rng, margin=self.selection_margin,
+                                  fold=None if shared else VALIDATION_FOLD)
             self.model_ = cands[chosen]
         self.selection_ = {"candidates": [describe(m) for m in cands],
                            "chosen": describe(self.model_), "selected": selecting,
-                           "validation_share": self.validation_share if selecting else 0.0,
+                           "validation_share": share if selecting else 0.0,
+                           "margin": self.selection_margin if selecting else 0.0,
                            "split": ("shared" if shared else "holdout") if selecting else None}
 
     def _embed_released(self, step) -> np.ndarray:
@@ -914,7 +926,9 @@ class KeyphraseSeeder:
                       f"documents (ε = {eps:.3g}, parallel to the releases on the other "
                       "documents)")
             lines.append(f"keyphrase model: {sel['chosen']}, chosen privately among "
-                         f"{len(sel['candidates'])} candidates {where}")
+                         f"{len(sel['candidates'])} candidates {where}; another candidate "
+                         f"than {sel['candidates'][0]} had to make "
+                         f"{sel.get('margin', 0.0):.0%} fewer errors on them")
         else:
             lines.append(f"keyphrase model: {sel['chosen']} (as given)")
         signal = self.released_signal()

@@ -28,7 +28,8 @@ _PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "voca
            "ensemble", "length", "features", "bandwidth", "sampling", "contrastive_keep",
            "max_terms_per_doc", "windows_per_doc", "labels", "epsilon_labels",
            "label_set_share", "epsilon_label_set", "vocab_noise_terms", "model", "select",
-           "mixture", "validation_share", "terms_share", "selection_split", "selection_share")
+           "mixture", "validation_share", "terms_share", "selection_split", "selection_share",
+           "selection_margin")
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,

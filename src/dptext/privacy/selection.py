@@ -5,6 +5,8 @@ fold of a per-document score in {0, 1} (e.g. "a classifier trained on candidate 
 released sequences labels this document right"). Under add/remove-one-document
 neighbours every u_c moves by at most 1 and all of them move in the same direction
 (the document's scores are added or taken away): sensitivity 1 in L∞, *monotone*.
+``margin_scores`` gives a reference candidate a head start (a share of its errors
+counted as right); the scores stay integer and monotone, with the sensitivity it returns.
 ``select_noisy_max`` releases only the index of the best noisy score, with OpenDP's
 report-noisy-max (exponential noise, the permute-and-flip equivalent of McKenna &
 Sheldon 2020): ε = Δ/scale for monotone scores (2·Δ/scale otherwise), as OpenDP's own
@@ -25,6 +27,7 @@ import hmac
 import math
 import secrets
 from collections.abc import Sequence
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +40,9 @@ dp.enable_features("contrib")
 
 SELECTION_MECHANISM = "report-noisy-max"
 FIT_FOLD, VALIDATION_FOLD = "fit", "validation"
+# the share of the reference candidate's errors another must remove to be chosen (DP-KPS's
+# default; measured on development splits of the training documents: kps_select.py)
+SELECTION_MARGIN = 0.1
 
 
 def fold_of(texts: Sequence[str], validation_share: float) -> np.ndarray:
@@ -56,6 +62,22 @@ def fold_of(texts: Sequence[str], validation_share: float) -> np.ndarray:
         out[i] = int.from_bytes(digest[:8], "big") < cut
     del salt
     return out
+
+
+def margin_scores(correct: np.ndarray, margin: float) -> tuple[list[int], int]:
+    """Integer scores for report-noisy-max from ``correct`` (scored documents ×
+    candidates, 0/1), and their L∞ sensitivity, with a head start for candidate 0 (the
+    reference): it is scored as if it had got ``margin`` of its errors right, so another
+    candidate wins only by removing more than that share of them. With margin = a/b
+    (b ≤ 100): candidate k ≠ 0 scores b per document it labels right; candidate 0 b − a
+    per document it labels right and a per scored document. Adding one scored document
+    adds 0 to b to every score (a or b to candidate 0's): all scores move the same way,
+    by at most b (monotone)."""
+    m, correct = Fraction(margin).limit_denominator(100), np.asarray(correct, dtype=np.int64)
+    a, b = m.numerator, m.denominator
+    scores = b * correct.sum(axis=0)
+    scores[0] = (b - a) * correct[:, 0].sum() + a * correct.shape[0]
+    return [int(s) for s in scores], b
 
 
 @lru_cache(maxsize=64)
