@@ -303,7 +303,7 @@ def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
     assert seeder.selection_["selected"] and seeder.selection_["split"] == "shared"
     assert seeder.selection_["chosen"] in seeder.selection_["candidates"]
     assert len(seeder.selection_["candidates"]) == len(seeder.candidate_specs()) > 1
-    assert any("of the total" in line and "10% fewer errors" in line
+    assert any("of the total" in line and "10% of the documents that one got wrong" in line
                for line in seeder.summary_lines())
     assert seeder.selection_["validation_share"] == 0.5  # shared: half the documents scored
     assert "head start: 0.1" in sel[0].sensitivity_reason and sel[0].sensitivity == 10

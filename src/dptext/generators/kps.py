@@ -927,8 +927,8 @@ class KeyphraseSeeder:
                       "documents)")
             lines.append(f"keyphrase model: {sel['chosen']}, chosen privately among "
                          f"{len(sel['candidates'])} candidates {where}; another candidate "
-                         f"than {sel['candidates'][0]} had to make "
-                         f"{sel.get('margin', 0.0):.0%} fewer errors on them")
+                         f"than {sel['candidates'][0]} had to get right "
+                         f"{sel.get('margin', 0.0):.0%} of the documents that one got wrong")
         else:
             lines.append(f"keyphrase model: {sel['chosen']} (as given)")
         signal = self.released_signal()
