@@ -17,11 +17,7 @@ from dptext.generators.kps_models import (
     describe,
     neighbour_kernel,
 )
-from dptext.generators.kps_select import (
-    candidate_correct,
-    embedded,
-    presence_matrix,
-)
+from dptext.generators.kps_select import candidate_correct, embedded, presence_matrix
 from dptext.kde.histogram import (
     ReleasedHistogram,
     class_term_counts,

@@ -108,5 +108,4 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
         reason=(f"one validation document adds 0 to {sensitivity} to every candidate's "
                 "weighted count of correctly labelled documents, all in the same direction "
                 f"(the first candidate's head start: {margin:g} of its errors count as "
-                f"right); "
-                f"candidates: {names}"))
+                f"right); candidates: {names}"))
