@@ -20,7 +20,11 @@ A cell is (corpus, method, ε, seed). Methods (``--methods``):
 
 Every synthetic set (and the real one) trains ``synthetic_protocol.downstream`` (MiniLM +
 the evaluation suite's MLP head) and is tested on the same fixed sample of real test
-documents. Per cell the results file keeps accuracy, macro-F1, documents, LLM calls (the
+documents. For DP-KPS the same classifier is also trained on the keyphrase sequences the
+documents were written from (their terms joined, no LLM): the gap between the two is what
+the LLM stage adds or loses (cached per cell as ``keyphrases-only.json``).
+
+Per cell the results file keeps accuracy, macro-F1, documents, LLM calls (the
 prompts answered for the final documents, journaled ones included) and wall seconds
 summed over the invocations that worked on it; the report gives LLM calls and wall hours
 per 1,000 documents for each method.
@@ -186,6 +190,37 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
             "spent_epsilon": spent}
 
 
+def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
+    """Accuracy of the downstream classifier trained on the keyphrases of a DP-KPS cell's
+    documents instead of the documents (the same sequences, the same classifier)."""
+    cache = folder / "keyphrases-only.json"
+    if not cache.exists():
+        rows = [json.loads(line) for line in (folder / "synthetic.jsonl").open()]
+        scores = downstream([" ".join(r["keyphrases"]) for r in rows],
+                            [r["label"] for r in rows], data, seed=seed)
+        cache.write_text(json.dumps({"accuracy": scores["accuracy"]}))
+    return json.loads(cache.read_text())["accuracy"]
+
+
+def keyphrase_scores(rows: list[dict], args) -> dict[tuple, float]:
+    """Keyphrases-only accuracy of every finished DP-KPS cell of ``args.llm`` (computed once
+    per cell, loading its corpus only when a cell has no cached value)."""
+    data: dict[str, BenchData] = {}
+    out = {}
+    for r in rows:
+        if r["method"] != "kps" or r["llm"] != args.llm:
+            continue
+        folder = args.work_dir / "cells" / cell_name(r["corpus"], "kps", r["epsilon"],
+                                                       r["seed"], r["per_class"])
+        if not (folder / "synthetic.jsonl").exists():
+            continue
+        if not (folder / "keyphrases-only.json").exists():
+            data.setdefault(r["corpus"], load_data(r["corpus"]))
+        out[key(r["corpus"], "kps", r["epsilon"], r["seed"], r["per_class"], r["llm"])] = \
+            keyphrases_only(folder, data.get(r["corpus"]), r["seed"])
+    return out
+
+
 # ------------------------------------------------------------------ results and report
 def key(corpus: str, method: str, eps, seed: int, per_class: int, llm: str) -> tuple:
     return (corpus, method, None if eps is None else float(eps), seed, per_class, llm)
@@ -207,9 +242,10 @@ def design(args) -> list[tuple[str, str, float | None, int]]:
     return out
 
 
-def report(rows: list[dict], args) -> str:
+def report(rows: list[dict], args, keyphrases: dict[tuple, float]) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
-    cells of the requested design that have not run."""
+    cells of the requested design that have not run. ``keyphrases``: keyphrases-only
+    accuracy by cell key (DP-KPS cells)."""
     got: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["llm"] == args.llm:
@@ -222,9 +258,11 @@ def report(rows: list[dict], args) -> str:
         docs = sum(r["documents"] for r in cell)
         calls = sum(r["llm_calls"] for r in cell)
         hours = sum(r["wall_s"] for r in cell) / 3600
+        kp = [keyphrases[k] for k in (key(corpus, method, eps, r["seed"], per_class, args.llm)
+                                      for r in cell) if k in keyphrases]
         table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
                       ", ".join(str(r["seed"]) for r in sorted(cell, key=lambda r: r["seed"])),
-                      mean_sd([r["accuracy"] for r in cell]),
+                      mean_sd([r["accuracy"] for r in cell]), mean_sd(kp) if kp else "–",
                       mean_sd([r["macro_f1"] for r in cell]), f"{docs / len(cell):.0f}",
                       f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
                       f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
@@ -240,9 +278,12 @@ def report(rows: list[dict], args) -> str:
         "\"per class\": documents per class requested (InvisibleInk: at most n // 7 for a "
         "class of n); δ = 1e-5; labels declared. Downstream: MiniLM + the evaluation "
         "suite's MLP head trained on each synthetic set, tested on a fixed sample of ≤ 2,000 "
-        "real test documents; mean ± sd over seeds. LLM calls and wall hours per 1,000 "
+        "real test documents; mean ± sd over seeds. \"Keyphrases only\": the same classifier "
+        "trained on the DP-KPS sequences the documents were written from (terms joined), "
+        "tested on the same real documents. LLM calls and wall hours per 1,000 "
         "documents are summed over seeds (wall time includes fitting, on this machine).\n\n"
-        + markdown_table(["corpus", "method", "ε", "per class", "seeds", "accuracy", "macro-F1",
+        + markdown_table(["corpus", "method", "ε", "per class", "seeds", "accuracy",
+                          "keyphrases only (same sequences)", "macro-F1",
                           "documents per seed", "LLM calls per 1,000 documents",
                           "wall hours per 1,000 documents"], table)
         + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
@@ -292,8 +333,10 @@ def main() -> None:
                   f"{row['documents']} documents, {row['llm_calls']} LLM calls, "
                   f"{row['wall_s']:.0f} s", flush=True)
             if args.write:
-                record("whole-documents", TITLE, report(load_rows(results), args))
-    text = report(load_rows(results), args)
+                rows = load_rows(results)
+                record("whole-documents", TITLE, report(rows, args, keyphrase_scores(rows, args)))
+    rows = load_rows(results)
+    text = report(rows, args, keyphrase_scores(rows, args))
     if args.write:
         record("whole-documents", TITLE, text)
     else:
