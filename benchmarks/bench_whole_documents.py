@@ -258,11 +258,12 @@ def report(rows: list[dict], args, keyphrases: dict[tuple, float]) -> str:
         docs = sum(r["documents"] for r in cell)
         calls = sum(r["llm_calls"] for r in cell)
         hours = sum(r["wall_s"] for r in cell) / 3600
-        kp = [keyphrases[k] for k in (key(corpus, method, eps, r["seed"], per_class, args.llm)
-                                      for r in cell) if k in keyphrases]
+        paired = [(r["accuracy"], keyphrases[k]) for r in cell
+                  if (k := key(corpus, method, eps, r["seed"], per_class, args.llm)) in keyphrases]
         table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
                       ", ".join(str(r["seed"]) for r in sorted(cell, key=lambda r: r["seed"])),
-                      mean_sd([r["accuracy"] for r in cell]), mean_sd(kp) if kp else "–",
+                      mean_sd([r["accuracy"] for r in cell]), mean_sd([k for _, k in paired]),
+                      mean_sd([d - k for d, k in paired]),
                       mean_sd([r["macro_f1"] for r in cell]), f"{docs / len(cell):.0f}",
                       f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
                       f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
@@ -280,10 +281,13 @@ def report(rows: list[dict], args, keyphrases: dict[tuple, float]) -> str:
         "suite's MLP head trained on each synthetic set, tested on a fixed sample of ≤ 2,000 "
         "real test documents; mean ± sd over seeds. \"Keyphrases only\": the same classifier "
         "trained on the DP-KPS sequences the documents were written from (terms joined), "
-        "tested on the same real documents. LLM calls and wall hours per 1,000 "
-        "documents are summed over seeds (wall time includes fitting, on this machine).\n\n"
+        "tested on the same real documents; \"documents − keyphrases\": the "
+        "difference per seed (paired: the same sequences), mean ± sd. LLM calls and wall "
+        "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
+        "this machine).\n\n"
         + markdown_table(["corpus", "method", "ε", "per class", "seeds", "accuracy",
-                          "keyphrases only (same sequences)", "macro-F1",
+                          "keyphrases only (same sequences)", "documents − keyphrases",
+                          "macro-F1",
                           "documents per seed", "LLM calls per 1,000 documents",
                           "wall hours per 1,000 documents"], table)
         + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
