@@ -32,7 +32,10 @@ def topwords(tmp_path, monkeypatch):
 
 
 def test_the_toy_generator_runs_through_the_engine(topwords, tmp_path):
-    corpus = Corpus(tuple(["fever and cough since monday"] * 40 + ["a rash after the dose"]
+    # 200 against 20 documents: at ε = 1 (σ ≈ 10.6 on each count) cough leaves the top
+    # three only if it falls 180 below rash or dose, 12 sd of the difference; with 40
+    # against 20 that happened in 6 % of runs (simulated at the released noise scale)
+    corpus = Corpus(tuple(["fever and cough since monday"] * 200 + ["a rash after the dose"]
                           * 20), source="toy")
     out = tmp_path / "toy.jsonl"
     result = dptext.synthesize(corpus, "topwords", epsilon=1.0, out=out, budget_total=1.2)

@@ -205,7 +205,9 @@ def test_gnmax_votes_audit_within_claim_and_broken_variants_caught():
     honest = _audit_votes("none")
     assert not honest.violation
     assert 0.5 < honest.epsilon_lower_bound <= honest.claimed_epsilon  # the audit has power
-    assert _audit_votes("half-noise").violation
-    # a vote moved twice is a subtler break: at 5,000 samples its lower bound sat at
-    # 3.9-4.4 against the claimed 4 (a rare miss); at 15,000 it sits at 4.7-5.1 (5 of 5)
+    # 5,000 samples cap the lower bound near the claim: half the noise sat at 4.1-4.8
+    # against the claimed 4 in 8 repeats and missed once in CI (3.94); at 15,000 it sits
+    # at 4.7-5.1 (8 of 8). A vote moved twice (two shards) behaves the same: 3.9-4.4 at
+    # 5,000, 4.7-5.1 at 15,000 (5 of 5)
+    assert _audit_votes("half-noise", samples=15_000).violation
     assert _audit_votes("two-shards", samples=15_000).violation
