@@ -51,6 +51,7 @@ import json
 import signal
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -190,34 +191,36 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
             "spent_epsilon": spent}
 
 
-def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
+@cache
+def corpus_data(corpus: str) -> BenchData:
+    """A corpus's bench data, read once per process (its test embeddings are kept on it)."""
+    return load_data(corpus)
+
+
+def keyphrases_only(folder: Path, corpus: str, seed: int) -> float:
     """Accuracy of the downstream classifier trained on the keyphrases of a DP-KPS cell's
-    documents instead of the documents (the same sequences, the same classifier)."""
-    cache = folder / "keyphrases-only.json"
-    if not cache.exists():
+    documents instead of the documents (the same sequences, the same classifier); cached
+    in the cell's folder, so the corpus is read only for a cell that has no value yet."""
+    cache_file = folder / "keyphrases-only.json"
+    if not cache_file.exists():
         rows = [json.loads(line) for line in (folder / "synthetic.jsonl").open()]
         scores = downstream([" ".join(r["keyphrases"]) for r in rows],
-                            [r["label"] for r in rows], data, seed=seed)
-        cache.write_text(json.dumps({"accuracy": scores["accuracy"]}))
-    return json.loads(cache.read_text())["accuracy"]
+                            [r["label"] for r in rows], corpus_data(corpus), seed=seed)
+        cache_file.write_text(json.dumps({"accuracy": scores["accuracy"]}))
+    return json.loads(cache_file.read_text())["accuracy"]
 
 
 def keyphrase_scores(rows: list[dict], args) -> dict[tuple, float]:
-    """Keyphrases-only accuracy of every finished DP-KPS cell of ``args.llm`` (computed once
-    per cell, loading its corpus only when a cell has no cached value)."""
-    data: dict[str, BenchData] = {}
+    """Keyphrases-only accuracy of every finished DP-KPS cell of ``args.llm``."""
     out = {}
     for r in rows:
         if r["method"] != "kps" or r["llm"] != args.llm:
             continue
         folder = args.work_dir / "cells" / cell_name(r["corpus"], "kps", r["epsilon"],
                                                        r["seed"], r["per_class"])
-        if not (folder / "synthetic.jsonl").exists():
-            continue
-        if not (folder / "keyphrases-only.json").exists():
-            data.setdefault(r["corpus"], load_data(r["corpus"]))
-        out[key(r["corpus"], "kps", r["epsilon"], r["seed"], r["per_class"], r["llm"])] = \
-            keyphrases_only(folder, data.get(r["corpus"]), r["seed"])
+        if (folder / "synthetic.jsonl").exists():
+            out[key(r["corpus"], "kps", r["epsilon"], r["seed"], r["per_class"], r["llm"])] = \
+                keyphrases_only(folder, r["corpus"], r["seed"])
     return out
 
 
@@ -323,15 +326,13 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     if not args.report:
         done = done_keys(load_rows(results))
-        data: dict[str, BenchData] = {}
         for corpus, method, eps, seed in design(args):
             if key(corpus, method, eps, seed, args.per_class, args.llm) in done:
                 continue
-            data.setdefault(corpus, load_data(corpus))
             row = {"corpus": corpus, "method": method, "epsilon": eps, "seed": seed,
                    "per_class": args.per_class, "llm": args.llm, "src": src_tree(),
                    "command": command_line(),
-                   **run_cell(args, data[corpus], method, eps, seed)}
+                   **run_cell(args, corpus_data(corpus), method, eps, seed)}
             append_row(results, row)
             print(f"{corpus} {method} ε={eps} seed {seed}: accuracy {row['accuracy']:.3f}, "
                   f"{row['documents']} documents, {row['llm_calls']} LLM calls, "
