@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 from dptext.privacy import (
     BudgetExceededError,
@@ -28,6 +29,7 @@ from dptext.privacy import (
     release,
 )
 from dptext.privacy.audit import epsilon_lower_bound
+from dptext.privacy.ledger import PLD_INTERVAL, pld_interval
 
 N = 20_000
 
@@ -177,6 +179,19 @@ def test_gaussian_composition_uses_pld_and_is_never_worse_than_basic():
     assert g.epsilon > 1.0
     mixed = compose([*gs, _r(1.0)])
     assert mixed.epsilon == pytest.approx(g.epsilon + 1.0)
+
+
+def test_a_near_non_private_gaussian_composes_on_a_coarser_grid_and_stays_an_upper_bound():
+    """A corpus ledger holding an ε ≈ 900 Gaussian (an ε → ∞ benchmark run): on the default
+    grid its PLD has ~10⁷ points (minutes per composition, for every later run)."""
+    assert pld_interval(6.0) == PLD_INTERVAL < pld_interval(906.0)
+    s1, s2 = gaussian_noise_multiplier(900.0, 1e-5), gaussian_noise_multiplier(6.0, 1e-5)
+    g = compose([_r(900.0, 1e-5, "gaussian", s1), _r(6.0, 1e-5, "gaussian", s2)])
+    # two Gaussians compose exactly into one Gaussian with 1/σ² = 1/σ₁² + 1/σ₂²
+    joint = (s1 ** -2 + s2 ** -2) ** -0.5
+    exact = brentq(lambda e: gaussian_noise_multiplier(e, 2e-5) - joint, 1.0, 1e4)
+    assert exact <= g.epsilon <= 1.002 * exact
+    assert g.epsilon < 906.0
 
 
 def test_ledger_cap_refuses_release():

@@ -9,8 +9,9 @@ from the parameters a user asked for. Composition:
 * Gaussian releases and DP-SGD training runs (``mechanism="dp-sgd"``: ``steps``
   Poisson-subsampled Gaussian steps at rate ``sampling_rate``) are composed
   through their exact privacy-loss distributions
-  (dp-accounting's PLD accountant) and, for safety, never reported worse than
-  basic composition of their (ε, δ) targets;
+  (dp-accounting's PLD accountant, on a privacy-loss grid coarsened above ε = 10:
+  ``pld_interval``) and, for safety, never reported worse than basic composition of
+  their (ε, δ) targets;
 * the pure and Gaussian parts then add up: (ε_pure + ε_gauss, δ);
 * a planned run charged as one ``(ε, δ)`` block (``mechanism="approx-dp"``: its releases are
   not made yet, only its guarantee is known) adds its ε and δ (basic composition, which
@@ -199,6 +200,24 @@ def compose(releases: list[Release]) -> Guarantee:
                      "basic composition of runs whose folds compose in parallel within each")
 
 
+#: dp-accounting's default privacy-loss grid, kept while the basic ε is at most 10
+PLD_INTERVAL = 1e-4
+
+
+def pld_interval(eps_basic: float) -> float:
+    """The PLD accountant's privacy-loss grid for releases whose basic composition is
+    ``eps_basic``: the default, coarsened in proportion above ε = 10.
+
+    Why: a near-non-private release (ε ≈ 1,000, σ ≈ 0.03) has privacy losses spanning
+    about 1/σ² ≈ 1,500, which the default grid cuts into ~10⁷ points; composing a few of
+    them took minutes per composition (every run on a corpus whose ledger holds one). The
+    accountant discretises pessimistically (losses rounded up), so a coarser grid keeps ε
+    an upper bound. Measured on a benchmark's corpus ledger (ε ≈ 3,643, three such
+    releases among 38): 0.2 s instead of minutes, ε 0.014 higher than on the default
+    grid."""
+    return max(PLD_INTERVAL, eps_basic * PLD_INTERVAL / 10.0)
+
+
 def _compose_flat(releases: list[Release]) -> Guarantee:
     kept = _worst_partitions(releases)
     pure = [r for r in kept if r.mechanism in PURE_MECHANISMS]
@@ -223,13 +242,16 @@ def _compose_flat(releases: list[Release]) -> Guarantee:
                          how + (" + threshold δ of the label set" if thresholded else ""))
     delta_threshold = sum(r.threshold_delta for r in gauss)
     delta_noise = sum(r.delta for r in gauss) - delta_threshold
+    eps_basic = sum(r.epsilon for r in gauss)
     accountant = pld_privacy_accountant.PLDAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        # a record whose ε is yet unknown (∞: calibrate_dp_sgd's bisection) sets no scale
+        value_discretization_interval=pld_interval(
+            sum(r.epsilon for r in gauss if math.isfinite(r.epsilon))),
     )
     for r in gauss:
         accountant.compose(r.dp_event())
     eps_pld = accountant.get_epsilon(delta_noise)
-    eps_basic = sum(r.epsilon for r in gauss)
     if eps_pld <= eps_basic:
         eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian/DP-SGD releases"
     else:
