@@ -220,19 +220,22 @@ def test_audit_detects_nothing_between_identical_distributions():
     assert res.epsilon_lower_bound < 0.2
 
 
-@pytest.mark.parametrize("share", [0.2, 0.5, 0.8])
-def test_split_budget_gaussian_composes_to_the_total(share):
+@pytest.mark.parametrize("epsilon,share", [(6.0, 0.2), (6.0, 0.5), (6.0, 0.8), (1000.0, 0.3)])
+def test_split_budget_gaussian_composes_to_the_total(epsilon, share):
+    """The ledger composes the split to the whole budget and not more, also at ε = 1,000
+    (an ε → ∞ sanity run), where the PLD accountant puts a Gaussian ~0.1 % above its
+    analytic ε: a fixed margin on μ left such runs stopped by their own budget check."""
     from dptext.privacy.split import split_budget
 
-    specs = split_budget(6.0, 1e-5, {"a": share, "b": 1 - share},
+    specs = split_budget(epsilon, 1e-5, {"a": share, "b": 1 - share},
                          {"a": "gaussian", "b": "gaussian"})
     ledger = PrivacyLedger()
     for name, spec in specs.items():
         release(np.zeros(4), Sensitivity(1, 1, "t"), spec, ledger=ledger, name=name)
     g = ledger.guarantee()
     assert g.delta == pytest.approx(1e-5)
-    assert 5.98 < g.epsilon <= 6.0  # exact composition: the whole budget, not more
-    assert sum(s.epsilon for s in specs.values()) > 6.0  # per-stage ε may exceed it
+    assert 0.997 * epsilon < g.epsilon <= epsilon  # the whole budget, not more
+    assert sum(s.epsilon for s in specs.values()) > epsilon  # per-stage ε may exceed it
 
 
 def test_split_budget_laplace_and_mixed():

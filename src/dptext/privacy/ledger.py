@@ -218,6 +218,18 @@ def pld_interval(eps_basic: float) -> float:
     return max(PLD_INTERVAL, eps_basic * PLD_INTERVAL / 10.0)
 
 
+def pld_epsilon(events: list[dp_accounting.DpEvent], delta: float, eps_basic: float) -> float:
+    """ε at ``delta`` of ``events`` composed by the PLD accountant on the grid
+    ``pld_interval(eps_basic)``: the composition every ledger reports (and that
+    ``split_budget`` checks its split against)."""
+    accountant = pld_privacy_accountant.PLDAccountant(
+        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+        value_discretization_interval=pld_interval(eps_basic))
+    for event in events:
+        accountant.compose(event)
+    return accountant.get_epsilon(delta)
+
+
 def _compose_flat(releases: list[Release]) -> Guarantee:
     kept = _worst_partitions(releases)
     pure = [r for r in kept if r.mechanism in PURE_MECHANISMS]
@@ -243,15 +255,9 @@ def _compose_flat(releases: list[Release]) -> Guarantee:
     delta_threshold = sum(r.threshold_delta for r in gauss)
     delta_noise = sum(r.delta for r in gauss) - delta_threshold
     eps_basic = sum(r.epsilon for r in gauss)
-    accountant = pld_privacy_accountant.PLDAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-        # a record whose ε is yet unknown (∞: calibrate_dp_sgd's bisection) sets no scale
-        value_discretization_interval=pld_interval(
-            sum(r.epsilon for r in gauss if math.isfinite(r.epsilon))),
-    )
-    for r in gauss:
-        accountant.compose(r.dp_event())
-    eps_pld = accountant.get_epsilon(delta_noise)
+    # a record whose ε is yet unknown (∞: calibrate_dp_sgd's bisection) sets no scale
+    eps_pld = pld_epsilon([r.dp_event() for r in gauss], delta_noise,
+                          sum(r.epsilon for r in gauss if math.isfinite(r.epsilon)))
     if eps_pld <= eps_basic:
         eps_gauss, how = eps_pld, "PLD accountant (dp-accounting) for Gaussian/DP-SGD releases"
     else:

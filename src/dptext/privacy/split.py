@@ -7,7 +7,10 @@ part of the budget is turned into one μ and split as μ_i² = share_i·μ²: th
 then compose to exactly that part's (ε, δ), instead of the looser sum of per-stage
 ε that splitting ε linearly would pay. Each Gaussian stage is expressed as the
 (ε_i, δ/k) that gives it the same noise multiplier, which is what the ledger records
-and what the PLD accountant composes back.
+and what the PLD accountant composes back. The split is checked against that accountant
+on the ledger's own grid (``ledger.pld_epsilon``) and μ shrunk until it fits: at very
+large ε (≈ 1,000, an ε → ∞ sanity run) the accountant's pessimistic discretisation puts
+a Gaussian ~0.1 % above its analytic ε, more than a fixed margin covers.
 
 Stages named in ``thresholds`` are partition selections (the DP label set,
 ``privacy.labels``): besides their noise they spend a threshold δ, the chance that
@@ -19,12 +22,14 @@ compose to their part of ε at the rest.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import dp_accounting
 
-from dptext.privacy.mechanisms import NoiseSpec
+from dptext.privacy.ledger import pld_epsilon
+from dptext.privacy.mechanisms import NoiseSpec, gaussian_noise_multiplier
 
-MARGIN = 1e-4  # μ is shrunk by this fraction so the PLD accountant's discretisation stays under
+MARGIN = 1e-4  # μ is shrunk by at least this fraction per check against the PLD accountant
 THRESHOLD_DELTA_SHARE = 0.5  # of a run's δ, for its partition-selection thresholds
 
 
@@ -69,11 +74,30 @@ def split_budget(epsilon: float, delta: float, shares: dict[str, float],
         if not 0 < noise_delta < 1:
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {delta!r}")
         gauss_share = sum(gauss.values())
-        mu = (1 - MARGIN) / dp_accounting.get_sigma_gaussian(gauss_share * epsilon, noise_delta)
         per_delta = noise_delta / len(gauss)
-        for s, w in gauss.items():
-            mu_s = mu * math.sqrt(w / gauss_share)
-            specs[s] = NoiseSpec("gaussian",
-                                 dp_accounting.get_epsilon_gaussian(1.0 / mu_s, per_delta),
-                                 per_delta, threshold_delta=thr[s])
+        stage_eps = _gaussian_stage_epsilons(gauss_share * epsilon, noise_delta,
+                                             tuple(w / gauss_share for w in gauss.values()))
+        for (s, _), eps_s in zip(gauss.items(), stage_eps, strict=True):
+            specs[s] = NoiseSpec("gaussian", eps_s, per_delta, threshold_delta=thr[s])
     return specs
+
+
+@lru_cache(maxsize=1024)
+def _gaussian_stage_epsilons(epsilon: float, delta: float, weights: tuple[float, ...]
+                             ) -> tuple[float, ...]:
+    """Per-stage ε (each at δ/k) of k Gaussian stages with μ_i² = w_i·μ², for the largest
+    μ whose stages the ledger composes to at most (ε, δ). Cached: a check costs ~0.2 s."""
+    per_delta = delta / len(weights)
+    mu = (1 - MARGIN) / dp_accounting.get_sigma_gaussian(epsilon, delta)
+    for _ in range(50):
+        stage_eps = tuple(dp_accounting.get_epsilon_gaussian(1.0 / (mu * math.sqrt(w)),
+                                                             per_delta) for w in weights)
+        # the multipliers the releases will use, composed as the ledger composes them
+        events = [dp_accounting.GaussianDpEvent(gaussian_noise_multiplier(e, per_delta))
+                  for e in stage_eps]
+        spent = min(sum(stage_eps), pld_epsilon(events, delta, sum(stage_eps)))
+        if spent <= epsilon:
+            return stage_eps
+        # ε(μ) is convex with ε(0) = 0, so ε(c·μ) ≤ c·ε(μ): one step nearly always fits
+        mu *= (1 - MARGIN) * epsilon / spent
+    raise RuntimeError(f"could not split ε = {epsilon!r} between Gaussian stages")
