@@ -77,7 +77,7 @@ def split_budget(epsilon: float, delta: float, shares: dict[str, float],
         per_delta = noise_delta / len(gauss)
         stage_eps = _gaussian_stage_epsilons(gauss_share * epsilon, noise_delta,
                                              tuple(w / gauss_share for w in gauss.values()))
-        for (s, _), eps_s in zip(gauss.items(), stage_eps, strict=True):
+        for s, eps_s in zip(gauss, stage_eps, strict=True):
             specs[s] = NoiseSpec("gaussian", eps_s, per_delta, threshold_delta=thr[s])
     return specs
 
