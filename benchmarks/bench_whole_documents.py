@@ -22,18 +22,24 @@ Every synthetic set (and the real one) trains ``synthetic_protocol.downstream`` 
 the evaluation suite's MLP head) and is tested on the same fixed sample of real test
 documents. For DP-KPS the same classifier is also trained on the keyphrase sequences the
 documents were written from (their terms joined, no LLM): the gap between the two is what
-the LLM stage adds or loses (cached per cell as ``keyphrases-only.json``).
+the LLM stage adds or loses (kept in the cell's row).
 
-Per cell the results file keeps accuracy, macro-F1, documents, LLM calls (the
-prompts answered for the final documents, journaled ones included) and wall seconds
-summed over the invocations that worked on it; the report gives LLM calls and wall hours
-per 1,000 documents for each method.
+Per cell the results file keeps accuracy, macro-F1 (and for DP-KPS the keyphrases-only
+accuracy), documents, LLM calls (the prompts answered for the final documents, journaled
+ones included) and wall seconds summed over the invocations that worked on it; the report
+gives LLM calls and wall hours per 1,000 documents for each method. The results file is
+``benchmarks/results/whole-documents.jsonl``, in the repository: the design takes days of
+CPU, more than one session's machine keeps its cache, so every finished cell is committed
+and the next session (on any machine) adds to it. It also holds ``summary`` rows: figures
+published before the results were kept here, whose per-seed rows were lost with a
+machine's cache (mean, sd and seeds as published); the report pools them with new seeds of
+the same cell (exact pooled mean and sd).
 
 Resumable and polite: each cell runs in its own folder under ``--work-dir`` (outside the
 repository; DP releases, LLM completions and InvisibleInk's output are journaled there, so
-a killed run continues without new noise or repeated prompts); finished cells are
-skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs, so LLM jobs sharing
-a machine take turns. Run it under ``nice``, one LLM job per core
+a killed run continues without new noise or repeated prompts); finished cells (in the
+results file) are skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs,
+so LLM jobs sharing a machine take turns. Run it under ``nice``, one LLM job per core
 (``DPTEXT_LLM_THREADS``). ``--report`` only renders what exists; the table names every
 cell of the requested design that has not run.
 
@@ -48,9 +54,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -58,7 +66,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_keyphrase_models import append_row, load_rows, mean_sd, src_tree
+from bench_keyphrase_models import append_row, load_rows, src_tree
 from record import bench_dir, command_line, markdown_table, record
 from synthetic_protocol import (
     BENCH_LLM,
@@ -77,6 +85,7 @@ PRIVATE = ("kps", "pate", "augpe", "invisibleink", "dpft")  # the methods with a
 FLOOR_WORDS, FLOOR_TERMS = 2000, 10
 PEER_MODEL = "qwen2.5-0.5b"
 DELTA = 1e-5
+RESULTS = Path(__file__).resolve().parent / "results" / "whole-documents.jsonl"
 
 
 def cell_name(corpus: str, method: str, eps: float | None, seed: int, per_class: int) -> str:
@@ -186,9 +195,12 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
                     pairs, calls, spent = generator_documents(
                         method, data, eps, args.per_class, seed, folder, llm, args.concurrency)
     scores = downstream([t for t, _ in pairs], [lab for _, lab in pairs], data, seed=seed)
-    return {"documents": len(pairs), "accuracy": scores["accuracy"],
-            "macro_f1": scores["macro_f1"], "llm_calls": calls, "wall_s": timer.total,
-            "spent_epsilon": spent}
+    row = {"documents": len(pairs), "accuracy": scores["accuracy"],
+           "macro_f1": scores["macro_f1"], "llm_calls": calls, "wall_s": timer.total,
+           "spent_epsilon": spent}
+    if method == "kps":
+        row["keyphrases_only"] = keyphrases_only(folder, data, seed)
+    return row
 
 
 @cache
@@ -197,31 +209,12 @@ def corpus_data(corpus: str) -> BenchData:
     return load_data(corpus)
 
 
-def keyphrases_only(folder: Path, corpus: str, seed: int) -> float:
+def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
     """Accuracy of the downstream classifier trained on the keyphrases of a DP-KPS cell's
-    documents instead of the documents (the same sequences, the same classifier); cached
-    in the cell's folder, so the corpus is read only for a cell that has no value yet."""
-    cache_file = folder / "keyphrases-only.json"
-    if not cache_file.exists():
-        rows = [json.loads(line) for line in (folder / "synthetic.jsonl").open()]
-        scores = downstream([" ".join(r["keyphrases"]) for r in rows],
-                            [r["label"] for r in rows], corpus_data(corpus), seed=seed)
-        cache_file.write_text(json.dumps({"accuracy": scores["accuracy"]}))
-    return json.loads(cache_file.read_text())["accuracy"]
-
-
-def keyphrase_scores(rows: list[dict], args) -> dict[tuple, float]:
-    """Keyphrases-only accuracy of every finished DP-KPS cell of ``args.llm``."""
-    out = {}
-    for r in rows:
-        if r["method"] != "kps" or r["llm"] != args.llm:
-            continue
-        folder = args.work_dir / "cells" / cell_name(r["corpus"], "kps", r["epsilon"],
-                                                       r["seed"], r["per_class"])
-        if (folder / "synthetic.jsonl").exists():
-            out[key(r["corpus"], "kps", r["epsilon"], r["seed"], r["per_class"], r["llm"])] = \
-                keyphrases_only(folder, r["corpus"], r["seed"])
-    return out
+    documents instead of the documents (the same sequences, the same classifier)."""
+    rows = [json.loads(line) for line in (folder / "synthetic.jsonl").open()]
+    return downstream([" ".join(r["keyphrases"]) for r in rows], [r["label"] for r in rows],
+                      data, seed=seed)["accuracy"]
 
 
 # ------------------------------------------------------------------ results and report
@@ -229,9 +222,14 @@ def key(corpus: str, method: str, eps, seed: int, per_class: int, llm: str) -> t
     return (corpus, method, None if eps is None else float(eps), seed, per_class, llm)
 
 
+def is_summary(row: dict) -> bool:
+    return row.get("kind") == "summary"
+
+
 def done_keys(rows: list[dict]) -> set[tuple]:
-    return {key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
-            for r in rows}
+    """Every (cell, seed) with a result: a cell row's seed, or each seed of a summary."""
+    return {key(r["corpus"], r["method"], r["epsilon"], seed, r["per_class"], r["llm"])
+            for r in rows for seed in (r["seeds"] if is_summary(r) else [r["seed"]])}
 
 
 def design(args) -> list[tuple[str, str, float | None, int]]:
@@ -245,10 +243,64 @@ def design(args) -> list[tuple[str, str, float | None, int]]:
     return out
 
 
-def report(rows: list[dict], args, keyphrases: dict[tuple, float]) -> str:
+@dataclass
+class Pooled:
+    """Values over seeds kept as count, mean and sum of squared deviations, so a published
+    summary (n, mean, sd) and new per-seed values pool exactly (Chan et al.'s merge)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, n: int, mean: float, sd: float = 0.0) -> None:
+        total = self.n + n
+        delta = mean - self.mean
+        self.m2 += sd ** 2 * (n - 1) + delta ** 2 * self.n * n / total
+        self.mean += delta * n / total
+        self.n = total
+
+    def __str__(self) -> str:
+        if self.n == 0:
+            return "–"
+        if self.n == 1:
+            return f"{self.mean:.3f} (1 seed)"
+        return f"{self.mean:.3f} ± {math.sqrt(self.m2 / (self.n - 1)):.3f}"
+
+
+def pooled_cell(rows: list[dict]) -> dict:
+    """One line of the report from the cell rows and summary rows of one cell."""
+    acc, f1, kp, diff = Pooled(), Pooled(), Pooled(), Pooled()
+    seeds, docs, calls, hours = [], 0, 0.0, 0.0
+    for r in rows:
+        if is_summary(r):
+            n = len(r["seeds"])
+            acc.add(n, *r["accuracy"])
+            f1.add(n, *r["macro_f1"])
+            if r.get("keyphrases_only"):
+                kp.add(n, *r["keyphrases_only"])
+                diff.add(n, *r["documents_minus_keyphrases"])
+            seeds += r["seeds"]
+            d = n * r["documents_per_seed"]
+            docs += d
+            calls += (r["llm_calls_per_1000"] or 0) * d / 1000
+            hours += (r["wall_hours_per_1000"] or 0) * d / 1000
+        else:
+            acc.add(1, r["accuracy"])
+            f1.add(1, r["macro_f1"])
+            if r.get("keyphrases_only") is not None:
+                kp.add(1, r["keyphrases_only"])
+                diff.add(1, r["accuracy"] - r["keyphrases_only"])
+            seeds.append(r["seed"])
+            docs += r["documents"]
+            calls += r["llm_calls"]
+            hours += r["wall_s"] / 3600
+    return {"seeds": sorted(seeds), "accuracy": acc, "macro_f1": f1, "keyphrases": kp,
+            "difference": diff, "documents": docs, "calls": calls, "hours": hours}
+
+
+def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
-    cells of the requested design that have not run. ``keyphrases``: keyphrases-only
-    accuracy by cell key (DP-KPS cells)."""
+    cells of the requested design that have not run."""
     got: dict[tuple, list[dict]] = {}
     for r in rows:
         if r["llm"] == args.llm:
@@ -258,27 +310,26 @@ def report(rows: list[dict], args, keyphrases: dict[tuple, float]) -> str:
     table = []
     for (corpus, method, eps, per_class), cell in sorted(
             got.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2] or 0, kv[0][3])):
-        docs = sum(r["documents"] for r in cell)
-        calls = sum(r["llm_calls"] for r in cell)
-        hours = sum(r["wall_s"] for r in cell) / 3600
-        paired = [(r["accuracy"], keyphrases[k]) for r in cell
-                  if (k := key(corpus, method, eps, r["seed"], per_class, args.llm)) in keyphrases]
+        p = pooled_cell(cell)
+        docs, priced = p["documents"], p["documents"] and method != "real"
         table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
-                      ", ".join(str(r["seed"]) for r in sorted(cell, key=lambda r: r["seed"])),
-                      mean_sd([r["accuracy"] for r in cell]), mean_sd([k for _, k in paired]),
-                      mean_sd([d - k for d, k in paired]),
-                      mean_sd([r["macro_f1"] for r in cell]), f"{docs / len(cell):.0f}",
-                      f"{1000 * calls / docs:.0f}" if docs and method != "real" else "–",
-                      f"{1000 * hours / docs:.2f}" if docs and method != "real" else "–"])
+                      ", ".join(map(str, p["seeds"])), p["accuracy"], p["keyphrases"],
+                      p["difference"], p["macro_f1"], f"{docs / len(p['seeds']):.0f}",
+                      f"{1000 * p['calls'] / docs:.0f}" if priced else "–",
+                      f"{1000 * p['hours'] / docs:.2f}" if priced else "–"])
     done = done_keys(rows)
     missing = [c for c in design(args)
                if key(*c, args.per_class, args.llm) not in done]
     lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / seed {s}"
              for c, m, e, s in missing]
-    commands = sorted({r["command"] for r in rows if r["llm"] == args.llm})
+    mine = [r for r in rows if r["llm"] == args.llm]
+    commands = sorted({r["command"] for r in mine if not is_summary(r)})
+    sources = sorted({r["source"] for r in mine if is_summary(r)})
     return (
-        "Cells computed by (resumable, under `nice`): "
-        + "; ".join(f"`{c}`" for c in commands) + f". LLM: `{args.llm}`; "
+        ("Cells computed by (resumable, under `nice`): "
+         + "; ".join(f"`{c}`" for c in commands) + ". " if commands else "")
+        + "".join(f"Seeds carried from {s}. " for s in sources)
+        + f"Every cell: `{RESULTS.relative_to(RESULTS.parents[2])}`. LLM: `{args.llm}`; "
         "\"per class\": documents per class requested (InvisibleInk: at most n // 7 for a "
         "class of n); δ = 1e-5; labels declared. Downstream: MiniLM + the evaluation "
         "suite's MLP head trained on each synthetic set, tested on a fixed sample of ≤ 2,000 "
@@ -309,7 +360,10 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight")
     ap.add_argument("--threads", type=int, default=1, help="InvisibleInk's torch threads")
     ap.add_argument("--llm-lock", default=None, help="a lock file held while the LLM runs")
-    ap.add_argument("--work-dir", type=Path, default=None)
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="caches: DP releases, journals, peers (default: outside the repo)")
+    ap.add_argument("--results", type=Path, default=RESULTS,
+                    help="the results file (default: the committed one)")
     ap.add_argument("--report", action="store_true", help="only render the results")
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
@@ -322,7 +376,7 @@ def main() -> None:
     args.epsilons = [float(e) for e in args.epsilons.split(",")]
     args.seeds = [int(s) for s in args.seeds.split(",")]
     args.work_dir = args.work_dir or bench_dir("whole-documents")
-    results = args.work_dir / "results.jsonl"
+    results = args.results
     signal.signal(signal.SIGTERM, _terminate)
     if not args.report:
         done = done_keys(load_rows(results))
@@ -339,9 +393,9 @@ def main() -> None:
                   f"{row['wall_s']:.0f} s", flush=True)
             if args.write:
                 rows = load_rows(results)
-                record("whole-documents", TITLE, report(rows, args, keyphrase_scores(rows, args)))
+                record("whole-documents", TITLE, report(rows, args))
     rows = load_rows(results)
-    text = report(rows, args, keyphrase_scores(rows, args))
+    text = report(rows, args)
     if args.write:
         record("whole-documents", TITLE, text)
     else:
