@@ -320,8 +320,13 @@ def report(rows: list[dict], args) -> str:
     done = done_keys(rows)
     missing = [c for c in design(args)
                if key(*c, args.per_class, args.llm) not in done]
-    lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / seed {s}"
-             for c, m, e, s in missing]
+    seeds_missing: dict[tuple, list[int]] = {}
+    for c, m, e, s in missing:
+        seeds_missing.setdefault((c, m, e), []).append(s)
+    lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / "
+             f"seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))}"
+             for (c, m, e), s in sorted(seeds_missing.items(),
+                                        key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))]
     mine = [r for r in rows if r["llm"] == args.llm]
     commands = sorted({r["command"] for r in mine if not is_summary(r)})
     sources = sorted({r["source"] for r in mine if is_summary(r)})
