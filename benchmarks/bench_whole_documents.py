@@ -298,6 +298,12 @@ def pooled_cell(rows: list[dict]) -> dict:
             "difference": diff, "documents": docs, "calls": calls, "hours": hours}
 
 
+def report_order(corpus: str, method: str, eps: float | None) -> tuple:
+    """Where a cell stands in the report: by corpus, then methods as ``METHODS`` lists them,
+    then ε."""
+    return corpus, METHODS.index(method), eps or 0
+
+
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run."""
@@ -306,10 +312,9 @@ def report(rows: list[dict], args) -> str:
         if r["llm"] == args.llm:
             got.setdefault((r["corpus"], r["method"], r["epsilon"], r["per_class"]),
                            []).append(r)
-    order = {m: i for i, m in enumerate(METHODS)}
     table = []
     for (corpus, method, eps, per_class), cell in sorted(
-            got.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2] or 0, kv[0][3])):
+            got.items(), key=lambda kv: (*report_order(*kv[0][:3]), kv[0][3])):
         p = pooled_cell(cell)
         docs, priced = p["documents"], p["documents"] and method != "real"
         table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
@@ -326,7 +331,7 @@ def report(rows: list[dict], args) -> str:
     lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / "
              f"seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))}"
              for (c, m, e), s in sorted(seeds_missing.items(),
-                                        key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))]
+                                        key=lambda kv: report_order(*kv[0]))]
     mine = [r for r in rows if r["llm"] == args.llm]
     commands = sorted({r["command"] for r in mine if not is_summary(r)})
     sources = sorted({r["source"] for r in mine if is_summary(r)})
