@@ -22,7 +22,9 @@ Every synthetic set (and the real one) trains ``synthetic_protocol.downstream`` 
 the evaluation suite's MLP head) and is tested on the same fixed sample of real test
 documents. For DP-KPS the same classifier is also trained on the keyphrase sequences the
 documents were written from (their terms joined, no LLM): the gap between the two is what
-the LLM stage adds or loses (kept in the cell's row).
+the LLM stage adds or loses (kept in the cell's row). For Aug-PE the population after each
+iteration t (its run saves them) is scored too: accuracy against the LLM calls spent so
+far, which prices "the LLM calls Aug-PE needs to reach DP-KPS's accuracy".
 
 Per cell the results file keeps accuracy, macro-F1 (and for DP-KPS the keyphrases-only
 accuracy), documents, LLM calls (the prompts answered for the final documents, journaled
@@ -200,6 +202,8 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
            "spent_epsilon": spent}
     if method == "kps":
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
+    if method == "augpe":
+        row["by_iteration"] = augpe_by_iteration(folder, data, seed, calls)
     return row
 
 
@@ -215,6 +219,23 @@ def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
     rows = [json.loads(line) for line in (folder / "synthetic.jsonl").open()]
     return downstream([" ".join(r["keyphrases"]) for r in rows], [r["label"] for r in rows],
                       data, seed=seed)["accuracy"]
+
+
+def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
+                       calls: int) -> list[list[float]]:
+    """Aug-PE's population after each iteration t (its run saves them), scored by the same
+    classifier: ``[t, accuracy, LLM calls]``. Population t cost N·(1+t) of the run's
+    N·(1+T) prompts; the cell's calls (retries included) are apportioned in that ratio."""
+    from dptext.generators.augpe.state import RunState
+
+    state = RunState(folder / "synthetic.jsonl.run" / "augpe")
+    populations = []
+    while (population := state.population(len(populations))) is not None:
+        populations.append(population)
+    prompts = np.cumsum([len(p) for p in populations])
+    return [[t, downstream([text for text, _ in p], [label for _, label in p], data,
+                           seed=seed)["accuracy"], calls * int(n) / int(prompts[-1])]
+            for t, (p, n) in enumerate(zip(populations, prompts, strict=True))]
 
 
 # ------------------------------------------------------------------ results and report
@@ -298,6 +319,67 @@ def pooled_cell(rows: list[dict]) -> dict:
             "difference": diff, "documents": docs, "calls": calls, "hours": hours}
 
 
+def augpe_curve(rows: list[dict]) -> list[tuple[int, Pooled, float]]:
+    """Aug-PE's accuracy after each iteration t over the seeds of one cell, with the LLM
+    calls per 1,000 final documents that population t had cost."""
+    docs = sum(r["documents"] for r in rows)
+    curve = []
+    for t in range(min(len(r["by_iteration"]) for r in rows)):
+        acc = Pooled()
+        for r in rows:
+            acc.add(1, r["by_iteration"][t][1])
+        curve.append((t, acc, 1000 * sum(r["by_iteration"][t][2] for r in rows) / docs))
+    return curve
+
+
+def first_reaching(curve: list[tuple[int, Pooled, float]], target: float):
+    """The first ``(t, accuracy, calls)`` of a curve whose mean accuracy reaches ``target``."""
+    return next((point for point in curve if point[1].mean >= target), None)
+
+
+def augpe_against_kps(got: dict[tuple, list[dict]]) -> str:
+    """Aug-PE's accuracy by iteration beside DP-KPS at the same (corpus, ε, size), and the
+    LLM calls Aug-PE spends to reach DP-KPS's mean accuracy."""
+    table, verdicts = [], []
+    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=lambda kv: (
+            *report_order(*kv[0][:3]), kv[0][3])):
+        rows = [r for r in cell if r.get("by_iteration")]
+        if method != "augpe" or not rows:
+            continue
+        curve = augpe_curve(rows)
+        kps = got.get((corpus, "kps", eps, per_class))
+        k = pooled_cell(kps) if kps else None
+        k_calls = 1000 * k["calls"] / k["documents"] if k else None
+        seeds = ", ".join(str(r["seed"]) for r in rows)
+        for t, acc, calls in curve:
+            table.append([corpus, f"{eps:g}", seeds, t, acc, f"{calls:.0f}",
+                          k["accuracy"] if k else "–", f"{k_calls:.0f}" if k else "–"])
+        if not k:
+            continue
+        reached = first_reaching(curve, k["accuracy"].mean)
+        best = max(curve, key=lambda point: point[1].mean)
+        verdicts.append(
+            f"* {corpus}, ε = {eps:g}: " + (
+                f"Aug-PE reaches DP-KPS's {k['accuracy'].mean:.3f} after iteration "
+                f"{reached[0]} with {reached[2] / k_calls:.1f}× DP-KPS's LLM calls"
+                if reached else
+                f"Aug-PE does not reach DP-KPS's {k['accuracy'].mean:.3f} in {len(curve) - 1} "
+                f"iterations (best {best[1].mean:.3f} after iteration {best[0]}) and spends "
+                f"{curve[-1][2] / k_calls:.1f}× DP-KPS's LLM calls"))
+    if not table:
+        return ""
+    return (
+        "\n\n**Aug-PE by iteration, beside DP-KPS.** Aug-PE's population after iteration t "
+        "(saved by its run) scored by the same classifier; population t cost N·(1+t) of the "
+        "run's N·(1+T) prompts, and the cell's LLM calls (retries included) are apportioned "
+        "in that ratio. Every population t is post-processing of releases within the run's "
+        "ε.\n\n"
+        + markdown_table(["corpus", "ε", "seeds", "Aug-PE iteration t", "Aug-PE accuracy",
+                          "Aug-PE LLM calls per 1,000 documents", "DP-KPS accuracy",
+                          "DP-KPS LLM calls per 1,000 documents"], table)
+        + ("\n\n" + "\n".join(verdicts) if verdicts else ""))
+
+
 def report_order(corpus: str, method: str, eps: float | None) -> tuple:
     """Where a cell stands in the report: by corpus, then methods as ``METHODS`` lists them,
     then ε."""
@@ -354,6 +436,7 @@ def report(rows: list[dict], args) -> str:
                           "macro-F1",
                           "documents per seed", "LLM calls per 1,000 documents",
                           "wall hours per 1,000 documents"], table)
+        + augpe_against_kps(got)
         + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
         + ("\n\n" + "\n".join(lines) if lines else " none.")
     )

@@ -1,5 +1,6 @@
 """The whole-document benchmark pools published summaries (n, mean, sd) with new per-seed
-results; the pooled figures must equal those of the raw values."""
+results; the pooled figures must equal those of the raw values. Aug-PE's accuracy by
+iteration is pooled over seeds and set against DP-KPS's LLM calls."""
 
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from bench_whole_documents import Pooled, done_keys, pooled_cell
+from bench_whole_documents import Pooled, augpe_against_kps, augpe_curve, done_keys, pooled_cell
 
 
 def summary(values, **extra) -> dict:
@@ -60,3 +61,37 @@ def test_every_seed_of_a_summary_counts_as_done():
             "seed": 2}
     done = done_keys([row, cell])
     assert {k[3] for k in done} == {0, 1, 2}
+
+
+def augpe_row(seed: int, accuracies: list[float], calls: int) -> dict:
+    """An Aug-PE cell of 100 documents whose population t cost (1+t)/T+1 of ``calls``."""
+    t_last = len(accuracies) - 1
+    return {"seed": seed, "documents": 100, "accuracy": accuracies[-1], "macro_f1": 0.0,
+            "llm_calls": calls, "wall_s": 0.0,
+            "by_iteration": [[t, a, calls * (1 + t) / (1 + t_last)]
+                             for t, a in enumerate(accuracies)]}
+
+
+def test_augpe_curve_pools_seeds_per_iteration():
+    rows = [augpe_row(0, [0.5, 0.6, 0.7], 300), augpe_row(1, [0.3, 0.6, 0.9], 300)]
+    curve = augpe_curve(rows)
+    assert [t for t, _, _ in curve] == [0, 1, 2]
+    assert [acc.mean for _, acc, _ in curve] == pytest.approx([0.4, 0.6, 0.8])
+    assert [calls for _, _, calls in curve] == pytest.approx([1000, 2000, 3000])
+
+
+def test_augpe_is_priced_at_the_first_iteration_reaching_dp_kps():
+    kps = {"seed": 0, "documents": 100, "accuracy": 0.65, "macro_f1": 0.0, "llm_calls": 125,
+           "wall_s": 0.0}
+    got = {("c", "augpe", 6.0, 100): [augpe_row(0, [0.5, 0.6, 0.7, 0.75], 400)],
+           ("c", "kps", 6.0, 100): [kps]}
+    text = augpe_against_kps(got)
+    assert "reaches DP-KPS's 0.650 after iteration 2 with 2.4× DP-KPS's LLM calls" in text
+    got[("c", "kps", 6.0, 100)] = [{**kps, "accuracy": 0.8}]
+    text = augpe_against_kps(got)
+    assert "does not reach DP-KPS's 0.800 in 3 iterations (best 0.750 after iteration 3)" in text
+    assert "spends 3.2× DP-KPS's LLM calls" in text
+
+
+def test_no_augpe_curve_no_section():
+    assert augpe_against_kps({("c", "kps", 6.0, 100): [{"seed": 0}]}) == ""
