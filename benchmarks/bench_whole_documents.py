@@ -341,8 +341,7 @@ def augpe_against_kps(got: dict[tuple, list[dict]]) -> str:
     """Aug-PE's accuracy by iteration beside DP-KPS at the same (corpus, ε, size), and the
     LLM calls Aug-PE spends to reach DP-KPS's mean accuracy."""
     table, verdicts = [], []
-    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=lambda kv: (
-            *report_order(*kv[0][:3]), kv[0][3])):
+    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=group_order):
         rows = [r for r in cell if r.get("by_iteration")]
         if method != "augpe" or not rows:
             continue
@@ -386,6 +385,12 @@ def report_order(corpus: str, method: str, eps: float | None) -> tuple:
     return corpus, METHODS.index(method), eps or 0
 
 
+def group_order(item: tuple[tuple, list[dict]]) -> tuple:
+    """Sort key of a ``((corpus, method, ε, per class), rows)`` group of the report."""
+    (corpus, method, eps, per_class), _ = item
+    return *report_order(corpus, method, eps), per_class
+
+
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run."""
@@ -395,8 +400,7 @@ def report(rows: list[dict], args) -> str:
             got.setdefault((r["corpus"], r["method"], r["epsilon"], r["per_class"]),
                            []).append(r)
     table = []
-    for (corpus, method, eps, per_class), cell in sorted(
-            got.items(), key=lambda kv: (*report_order(*kv[0][:3]), kv[0][3])):
+    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=group_order):
         p = pooled_cell(cell)
         docs, priced = p["documents"], p["documents"] and method != "real"
         table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
