@@ -9,7 +9,10 @@ with a public seed and cut into disjoint batches of B−1 references; output doc
 the class is one ``invink.generate(..., num=1)`` call on batch i. Every private document
 is a reference for at most one output document and classes are disjoint, so the release
 is (ε, δ)-DP by parallel composition. A class with n documents yields at most n // (B−1)
-documents; ``--per-class`` is capped there and the cap is recorded.
+documents; ``--per-class`` is capped there. Where the cap binds, the number of output
+documents of a class reveals n // (B−1) — InvisibleInk's own design, not covered by its ε;
+for a release within ε, ask for no more than a public lower bound on n // (B−1). Only
+that output count and whether the cap bound are recorded: never n itself.
 
 Class conditioning: InvisibleInk's prompts hold only a dataset description (public) and,
 in the private prompts, one reference. To produce labelled data the description is
@@ -20,7 +23,7 @@ Resumable: each document is appended to ``--out`` (and fsynced) as it is finishe
 restart with the same settings skips the documents already there (same seed, same
 batches). ``--out``.meta.json records per class the documents, seconds (generation only;
 the model load is recorded apart), mean tokens, InvisibleInk's data-dependent
-``epsilon_spent`` per document and the cap. Progress goes
+``epsilon_spent`` per document and whether the cap bound. Progress goes
 to stderr without any text; invink's own chatter is discarded unless ``--verbose``.
 """
 
@@ -176,11 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         have = done.get(label, 0)
         for key in ("epsilon_spent", "tokens", "seconds_per_document"):
             stats[key] = stats.get(key, [])[:have]  # stats of a torn document are dropped
-        stats.update(requested=args.per_class, private_documents=len(docs), cap=cap,
-                     capped=args.per_class > cap)
+        stats.update(requested=args.per_class, capped=args.per_class > cap)
         if args.per_class > cap:
-            log(f"class {label!r}: {len(docs)} documents // {refs} references = {cap} "
-                f"outputs at most; capping {args.per_class} to {cap}")
+            log(f"class {label!r}: too few documents for {args.per_class} outputs of "
+                f"{refs} references each; capping to {cap}")
         desc = f"{args.description}. Category: {label}" if args.label_in_prompt \
             else args.description
         for i in range(have, target):
