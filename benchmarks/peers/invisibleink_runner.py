@@ -179,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         have = done.get(label, 0)
         for key in ("epsilon_spent", "tokens", "seconds_per_document"):
             stats[key] = stats.get(key, [])[:have]  # stats of a torn document are dropped
-        stats.update(requested=args.per_class, capped=args.per_class > cap)
-        if args.per_class > cap:
+        capped = args.per_class > cap
+        stats.update(requested=args.per_class, capped=capped)
+        if capped:
             log(f"class {label!r}: too few documents for {args.per_class} outputs of "
                 f"{refs} references each; capping to {cap}")
         desc = f"{args.description}. Category: {label}" if args.label_in_prompt \
