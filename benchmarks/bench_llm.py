@@ -215,9 +215,11 @@ def quality(args, root: str, env: dict) -> None:
                "after repetition control", body)
 
 
-def throughput_bodies(model: str, n: int, max_tokens: int) -> list[dict]:
+def throughput_bodies(model: str, n: int, max_tokens: int,
+                      dialect: str = "llama.cpp") -> list[dict]:
     """The exact requests dptext's document stage sends for the first attempt of ``n``
-    documents (same prompts, seeds and sampling parameters)."""
+    documents (same prompts, seeds and sampling parameters; ``dialect``: the local
+    backend's, or the OpenAI-compatible backend's for a server that is not OpenAI)."""
     from dptext.llm import PromptBuilder, SamplingParams
     from dptext.llm.documents import DocumentOptions, first_attempt_seed
     from dptext.llm.openai import build_request
@@ -225,7 +227,7 @@ def throughput_bodies(model: str, n: int, max_tokens: int) -> list[dict]:
     builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
     opts = DocumentOptions(seed=1)
     return [build_request(model, builder.build(SEQS[i % len(SEQS)],
-                                               first_attempt_seed(opts, i)), "llama.cpp")
+                                               first_attempt_seed(opts, i)), dialect)
             for i in range(n)]
 
 

@@ -1,0 +1,170 @@
+"""The GPU path: dptext's document stage through ``--llm openai:MODEL@URL`` against the
+best an OpenAI-compatible server (vLLM, llama.cpp's llama-server, SGLang) gives plain
+HTTP clients, in one run on one server.
+
+    python benchmarks/bench_llm_server.py --url http://127.0.0.1:8080/v1 \\
+        --model qwen2.5-0.5b --concurrency 16 64 128 256 --server "llama-server ..." \\
+        --out server.json
+    python benchmarks/bench_llm_server.py --render server.json --record
+
+The runtime's best: as many plain HTTP clients as ``--concurrency`` (two documents each)
+post the exact requests dptext sends for the first attempt of each document (same
+prompts, seeds and sampling parameters, ``bench_llm.throughput_bodies``); the concurrency
+with the most completion tokens/s wins. Then, at that concurrency and on three documents
+per client: the runtime, dptext's ``generate_documents`` (clean-up and the loop/refusal
+checks with their retries included) and the runtime again, so the ratio is bracketed by two
+runtime measurements under the same load. The server is started by the caller (its
+command line goes in ``--server``); a warm-up request comes first. ``--out`` keeps the
+measurements; ``--render`` prints the table (``--record``: into docs/benchmarks.md,
+section ``llm-throughput-server``) on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from bench_llm import SEQS, throughput_bodies
+
+
+def post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(url, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=3600) as r:
+        return json.loads(r.read())
+
+
+def runtime(url: str, bodies: list[dict], clients: int) -> dict:
+    """Plain HTTP clients, ``clients`` requests in flight."""
+    t = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        res = list(pool.map(lambda b: post(f"{url}/chat/completions", b), bodies))
+    wall = time.perf_counter() - t
+    return dict(what="runtime", concurrency=clients, docs=len(bodies), wall=wall,
+                prompts=len(bodies),
+                tokens=sum(r["usage"]["completion_tokens"] for r in res))
+
+
+def dptext_stage(url: str, model: str, n: int, max_tokens: int, concurrency: int) -> dict:
+    from types import SimpleNamespace
+
+    from dptext.llm import (
+        DocumentOptions,
+        PromptBuilder,
+        RunStats,
+        SamplingParams,
+        generate_documents,
+        make_backend,
+    )
+
+    seqs = [SimpleNamespace(label=None, keyphrases=tuple(SEQS[i % len(SEQS)]))
+            for i in range(n)]
+    builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
+    stats = RunStats()
+    t = time.perf_counter()
+    generate_documents(seqs, make_backend(f"openai:{model}@{url}"), builder,
+                       DocumentOptions(seed=1, concurrency=concurrency), stats=stats)
+    wall = time.perf_counter() - t
+    return dict(what="dptext", concurrency=concurrency, docs=n, wall=wall,
+                prompts=stats.computed, tokens=stats.completion_tokens,
+                quality=stats.quality_summary())
+
+
+def gpu_name() -> str:
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total",
+                               "--format=csv,noheader"], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except OSError:
+        return "no nvidia-smi"
+
+
+def measure(args) -> dict:
+    def show(d: dict) -> dict:
+        d["tok_s"] = d["tokens"] / d["wall"]
+        print(json.dumps(d), flush=True)
+        return d
+
+    post(f"{args.url}/chat/completions",
+         dict(throughput_bodies(args.model, 1, args.max_tokens, "extended")[0], max_tokens=1))
+    sweep = [show(runtime(args.url, throughput_bodies(args.model, 2 * c, args.max_tokens,
+                                                      "extended"), c))
+             for c in args.concurrency]
+    best = max(sweep, key=lambda d: d["tok_s"])["concurrency"]
+    n = 3 * best
+    bodies = throughput_bodies(args.model, n, args.max_tokens, "extended")
+    first = show(runtime(args.url, bodies, best))
+    ours = show(dptext_stage(args.url, args.model, n, args.max_tokens, best))
+    again = show(runtime(args.url, bodies, best))
+    return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
+                max_tokens=args.max_tokens, sweep=sweep, compare=[first, ours, again],
+                commit=args.commit or subprocess.run(
+                    ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                    text=True).stdout.strip())
+
+
+def render(d: dict) -> str:
+    from record import markdown_table
+
+    def row(what: str, r: dict) -> list:
+        return [what, r["concurrency"], r["docs"], r["prompts"], r["tokens"],
+                f"{r['wall']:.1f}", f"{r['tok_s']:.0f}", f"{3600 * r['docs'] / r['wall']:,.0f}"]
+
+    first, ours, again = d["compare"]
+    rows = [row("runtime: plain HTTP clients", r) for r in d["sweep"]]
+    rows += [row("runtime, before dptext", first),
+             row("**dptext document stage**, `openai:` backend", ours),
+             row("runtime, after dptext", again)]
+    top = max(first["tok_s"], again["tok_s"])
+    return (f"Server: `{d['server']}` on {d['gpu']}; model `{d['model']}`; medical-record "
+            f"prompts of at most {d['max_tokens']} tokens (the CPU table's prompts, sent as "
+            "dptext sends them to a server that is not OpenAI's); two documents per client "
+            "in the sweep, three in the comparison.\n\n"
+            + markdown_table(["what", "requests in flight", "docs", "prompts",
+                              "completion tokens", "wall s", "tokens/s", "docs/hour"], rows)
+            + f"\n\n**dptext / runtime's best: {ours['tok_s'] / top:.0%} in tokens/s** (against "
+            f"the better of the runtime measurements just before and after it, at "
+            f"{ours['concurrency']} requests in flight). dptext's stage: {ours['prompts']} "
+            f"prompts for {ours['docs']} documents; {ours['quality']}. Commit {d['commit']}.")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--url", help="the server's API base, e.g. http://127.0.0.1:8080/v1")
+    ap.add_argument("--model", default="qwen2.5-0.5b", help="the model name the server takes")
+    ap.add_argument("--concurrency", type=int, nargs="*", default=[16, 64, 128, 256])
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--server", default="(not given)", help="how the server was started")
+    ap.add_argument("--commit", help="the commit measured (where the copy has no git)")
+    ap.add_argument("--out", type=Path, help="write the measurements here (JSON)")
+    ap.add_argument("--render", type=Path, help="only render measurements written by --out")
+    ap.add_argument("--record", action="store_true", help="with --render: docs/benchmarks.md")
+    args = ap.parse_args()
+    if args.render:
+        text = render(json.loads(args.render.read_text()))
+        print(text)
+        if args.record:
+            from record import record
+
+            record("llm-throughput-server", "LLM document stage on a GPU server against the "
+                   "runtime's best (tokens/s)", text)
+        return
+    if not args.url:
+        raise SystemExit("give --url (the server to measure) or --render FILE")
+    d = measure(args)
+    if args.out:
+        args.out.write_text(json.dumps(d, indent=1))
+    print(render(d))
+
+
+if __name__ == "__main__":
+    main()

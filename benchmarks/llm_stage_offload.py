@@ -1,0 +1,208 @@
+"""Whole-document cells whose LLM stage runs on another machine: a GPU server this machine
+cannot reach (nor it this one), with only files carried between them.
+
+    # here: each cell's DP releases (or the floor's public draws); the run stops before its
+    # first prompt and the cell's document stage is written to JOBS/<cell>.json
+    python benchmarks/llm_stage_offload.py fit --corpora banking77 --methods kps,floor \\
+        --epsilons 3,6,1000 --seeds 0,1,2 --llm openai:MODEL@http://127.0.0.1:8080/v1 \\
+        --work-dir CELLS --jobs JOBS
+    # there (the standard library and src/ are all it needs): dptext's own document stage
+    # (generate_documents: the same prompts, seeds, retries and checks) against the server,
+    # every completion journaled to JOURNALS/<cell>.journal.jsonl
+    python benchmarks/llm_stage_offload.py write --jobs JOBS --journals JOURNALS \\
+        --llm openai:MODEL@http://127.0.0.1:8080/v1 --concurrency 128
+    # here: each journal into its cell's folder; then the benchmark itself, with the same
+    # --llm and --work-dir, finishes the cells from the journals (no LLM call) and scores them
+    python benchmarks/llm_stage_offload.py land --jobs JOBS --journals JOURNALS
+    python benchmarks/bench_whole_documents.py --corpora banking77 --methods kps,floor \\
+        --epsilons 3,6,1000 --llm openai:MODEL@http://127.0.0.1:8080/v1 --work-dir CELLS
+
+A job holds what the LLM is shown and nothing private: the released keyphrase sequences
+(DP-KPS; post-processing of its releases) or the floor's public draws, with the prompt
+builder and document options the cell's own code passed to ``generate_documents``
+(captured at that call, so nothing here re-implements the generators). Journal keys hold
+the backend's identity, so ``write`` must use the ``--llm`` the cells were fitted with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+OFFLOADED = ("kps", "floor")  # the methods whose only LLM work is one document stage
+
+
+class _Captured(Exception):
+    """Raised in place of the document stage: carries its arguments out of the run."""
+
+    def __init__(self, sequences, builder, options) -> None:
+        super().__init__("document stage captured")
+        self.sequences, self.builder, self.options = sequences, builder, options
+
+
+def _capture(sequences, backend, builder, options=None, journal=None, cache=None, stats=None):
+    raise _Captured(list(sequences), builder, options)
+
+
+def job_dict(cell: str, identity: str, captured: _Captured) -> dict:
+    options = dataclasses.asdict(captured.options)
+    options["retry"].pop("sleep")
+    return {"cell": cell, "llm": identity,
+            "sequences": [{"label": s.label, "keyphrases": list(s.keyphrases)}
+                          for s in captured.sequences],
+            "builder": dataclasses.asdict(captured.builder), "options": options}
+
+
+def stage_from_job(job: dict):
+    """(sequences, builder, options) as the cell's code built them."""
+    from types import SimpleNamespace
+
+    from dptext.llm import DocumentOptions, PromptBuilder, RetryPolicy, SamplingParams
+    from dptext.llm.prompts import FewShotExample, PromptTemplate
+
+    b = job["builder"]
+    builder = PromptBuilder(
+        b["document_type"], PromptTemplate(**b["template"]),
+        tuple(FewShotExample(e["text"], tuple(e["keyphrases"])) for e in b["few_shot"]),
+        SamplingParams(**{k: tuple(v) if isinstance(v, list) else v
+                          for k, v in b["params"].items()}))
+    o = dict(job["options"])
+    options = DocumentOptions(**{**o, "retry": RetryPolicy(**o["retry"])})
+    seqs = [SimpleNamespace(label=s["label"], keyphrases=tuple(s["keyphrases"]))
+            for s in job["sequences"]]
+    return seqs, builder, options
+
+
+# ------------------------------------------------------------------ the three steps
+def fit(args) -> None:
+    import dptext.llm
+    from bench_whole_documents import cell_name, corpus_data, floor_documents, generator_documents
+    from synthetic_protocol import shared_backend
+
+    args.jobs.mkdir(parents=True, exist_ok=True)
+    llm = shared_backend(args.llm)
+    dptext.llm.generate_documents = _capture  # the cells' code imports it at call time
+    for seed in args.seeds:
+        for corpus in args.corpora:
+            data = corpus_data(corpus)
+            for method in args.methods:
+                for eps in (args.epsilons if method == "kps" else [None]):
+                    cell = cell_name(corpus, method, eps, seed, args.per_class)
+                    path = args.jobs / f"{cell}.json"
+                    if path.exists():
+                        continue
+                    folder = args.work_dir / "cells" / cell
+                    folder.mkdir(parents=True, exist_ok=True)
+                    started = time.perf_counter()
+                    try:
+                        if method == "floor":
+                            floor_documents(data, args.per_class, seed, folder, llm,
+                                            args.concurrency)
+                        else:
+                            generator_documents(method, data, eps, args.per_class, seed,
+                                                folder, llm, args.concurrency)
+                    except _Captured as c:
+                        path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
+                        seconds = time.perf_counter() - started
+                        (folder / "seconds.json").write_text(json.dumps({"seconds": seconds}))
+                        print(f"{cell}: {len(c.sequences)} sequences, {seconds:.0f} s",
+                              flush=True)
+                    else:
+                        raise SystemExit(f"{cell}: finished without an LLM stage (already "
+                                         "journaled?)")
+
+
+def write(args) -> None:
+    from dptext.llm import Journal, RunStats, generate_documents, make_backend
+
+    backend = make_backend(args.llm)
+    args.journals.mkdir(parents=True, exist_ok=True)
+    for path in sorted(args.jobs.glob("*.json"), key=lambda p: _order(p.stem)):
+        job = json.loads(path.read_text())
+        if job["llm"] != backend.identity:
+            raise SystemExit(f"{path}: fitted for {job['llm']}, not {backend.identity}")
+        done = args.journals / f"{job['cell']}.stats.json"
+        if done.exists():
+            continue
+        seqs, builder, options = stage_from_job(job)
+        options = dataclasses.replace(options, concurrency=args.concurrency)
+        stats = RunStats()
+        started = time.perf_counter()
+        generate_documents(seqs, backend, builder, options,
+                           Journal(args.journals / f"{job['cell']}.journal.jsonl"), None, stats)
+        wall = time.perf_counter() - started
+        done.write_text(json.dumps({
+            "cell": job["cell"], "documents": len(seqs), "wall_s": wall,
+            "prompts": stats.computed, "completion_tokens": stats.completion_tokens,
+            "concurrency": args.concurrency, "quality": stats.quality_summary()}))
+        print(f"{job['cell']}: {len(seqs)} documents in {wall:.1f} s, {stats.computed} "
+              f"prompts, {stats.completion_tokens} completion tokens "
+              f"({stats.completion_tokens / wall:.0f} tokens/s)", flush=True)
+
+
+def _order(cell: str) -> tuple:
+    """Seed-major, DP-KPS at ε = 6, 3, then the rest: a partial write holds whole
+    comparisons for the first seeds."""
+    rest, seed = cell.rsplit("-s", 1)
+    return (int(seed), next((i for i, e in enumerate(("-eps6-", "-eps3-")) if e in rest), 2),
+            cell)
+
+
+def land(args) -> None:
+    for stats in sorted(args.journals.glob("*.stats.json")):
+        cell = json.loads(stats.read_text())["cell"]
+        folder = args.work_dir / "cells" / cell
+        run = folder / "synthetic.jsonl.run" if "-kps-" in cell else folder
+        if not run.is_dir():
+            raise SystemExit(f"{run}: no fitted cell for {stats.name}")
+        if (run / "journal.jsonl").exists():
+            continue  # landed before
+        shutil.copyfile(args.journals / f"{cell}.journal.jsonl", run / "journal.jsonl")
+        # the cell's wall seconds: the fit here, the LLM stage there, the scoring here
+        timer = folder / "seconds.json"
+        seconds = json.loads(timer.read_text())["seconds"] + \
+            json.loads(stats.read_text())["wall_s"]
+        timer.write_text(json.dumps({"seconds": seconds}))
+        print(f"{cell}: journal landed in {run}")
+
+
+def main() -> None:
+    from record import bench_dir
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("step", choices=["fit", "write", "land"])
+    ap.add_argument("--corpora", default="banking77")
+    ap.add_argument("--methods", default="kps,floor")
+    ap.add_argument("--epsilons", default="3,6,1000")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--per-class", type=int, default=100)
+    ap.add_argument("--llm", required=True, help="the backend the cells' LLM stage uses")
+    ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight (write)")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="the cells' folder (default: the benchmark's, outside the repo)")
+    ap.add_argument("--jobs", type=Path, required=True)
+    ap.add_argument("--journals", type=Path, default=None)
+    args = ap.parse_args()
+    args.corpora = args.corpora.split(",")
+    args.methods = args.methods.split(",")
+    if set(args.methods) - set(OFFLOADED):
+        raise SystemExit(f"only {', '.join(OFFLOADED)} can be offloaded")
+    args.epsilons = [float(e) for e in args.epsilons.split(",")]
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    if args.step != "fit" and args.journals is None:
+        raise SystemExit(f"{args.step} needs --journals")
+    if args.step != "write":
+        args.work_dir = args.work_dir or bench_dir("whole-documents")
+    {"fit": fit, "write": write, "land": land}[args.step](args)
+
+
+if __name__ == "__main__":
+    main()
