@@ -120,7 +120,10 @@ def render(d: dict) -> str:
                 f"{r['wall']:.1f}", f"{r['tok_s']:.0f}", f"{3600 * r['docs'] / r['wall']:,.0f}"]
 
     first, ours, again = d["compare"]
-    rows = [row("runtime: plain HTTP clients", r) for r in d["sweep"]]
+    earlier = d.get("earlier_sweep")
+    rows = [row(f"runtime: plain HTTP clients, ≤ {earlier['max_tokens']} tokens", r)
+            for r in (earlier["rows"] if earlier else [])]
+    rows += [row("runtime: plain HTTP clients", r) for r in d["sweep"]]
     rows += [row("runtime, before dptext", first),
              row("**dptext document stage**, `openai:` backend", ours),
              row("runtime, after dptext", again)]
@@ -134,7 +137,14 @@ def render(d: dict) -> str:
             + f"\n\n**dptext / runtime's best: {ours['tok_s'] / top:.0%} in tokens/s** (against "
             f"the better of the runtime measurements just before and after it, at "
             f"{ours['concurrency']} requests in flight). dptext's stage: {ours['prompts']} "
-            f"prompts for {ours['docs']} documents; {ours['quality']}. Commit {d['commit']}.")
+            f"prompts for {ours['docs']} documents; {ours['quality']}. Commit {d['commit']}."
+            + (f"\n\n**Reading.** {d['reading']}" if d.get("reading") else "")
+            + (f"\n\nRows marked ≤ {earlier['max_tokens']} tokens: {earlier['note']}."
+               if earlier else "")
+            + (f"\n\nThe same model and GPU without HTTP or sampling (`{d['ceiling']['command']}`"
+               "; PP: prompt tokens, TG: generated tokens per sequence, B: sequences decoded "
+               "together; S_TG: generated tokens/s):\n\n" + d["ceiling"]["table"]
+               if d.get("ceiling") else ""))
 
 
 def main() -> None:

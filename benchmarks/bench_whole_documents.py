@@ -386,28 +386,59 @@ def report_order(corpus: str, method: str, eps: float | None) -> tuple:
 
 
 def group_order(item: tuple[tuple, list[dict]]) -> tuple:
-    """Sort key of a ``((corpus, method, ε, per class), rows)`` group of the report."""
-    (corpus, method, eps, per_class), _ = item
-    return *report_order(corpus, method, eps), per_class
+    """Sort key of a ``((corpus, method, ε, per class[, LLM]), rows)`` group of the
+    report."""
+    (corpus, method, eps, per_class, *llm), _ = item
+    return *report_order(corpus, method, eps), per_class, *llm
+
+
+COLUMNS = ["corpus", "method", "ε", "per class", "seeds", "accuracy",
+           "keyphrases only (same sequences)", "documents − keyphrases", "macro-F1",
+           "documents per seed", "LLM calls per 1,000 documents",
+           "wall hours per 1,000 documents"]
+
+
+def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
+              cell: list[dict]) -> list:
+    """One line of a report table: a cell pooled over its seeds."""
+    p = pooled_cell(cell)
+    docs, priced = p["documents"], p["documents"] and method != "real"
+    return [corpus, method, "–" if eps is None else f"{eps:g}", per_class,
+            ", ".join(map(str, p["seeds"])), p["accuracy"], p["keyphrases"],
+            p["difference"], p["macro_f1"], f"{docs / len(p['seeds']):.0f}",
+            f"{1000 * p['calls'] / docs:.0f}" if priced else "–",
+            f"{1000 * p['hours'] / docs:.2f}" if priced else "–"]
+
+
+def also_llm_table(others: dict[tuple, list[dict]]) -> str:
+    """The cells whose LLM stage ran on a GPU server (``llm_stage_offload.py``): the same
+    model, served there by llama.cpp's server."""
+    if not others:
+        return ""
+    table = [[*cell_line(*group[:4], cell), f"`{group[4]}`"]
+             for group, cell in sorted(others.items(), key=group_order)]
+    return ("\n\n**The same model on a GPU server.** Cells whose document stage ran on a "
+            "GPU through the OpenAI-compatible backend (`benchmarks/llm_stage_offload.py`: "
+            "the DP releases made here, the document stage written there by dptext's own "
+            "code, the cell finished and scored here). Same GGUF weights and prompts, "
+            "another llama.cpp build (CUDA), so not the same samples as on the CPU. Wall "
+            "hours: the fit and the scoring on this machine plus the LLM stage on the "
+            "GPU.\n\n" + markdown_table([*COLUMNS, "LLM"], table))
 
 
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
-    cells of the requested design that have not run."""
+    cells of the requested design that have not run. The rows of ``args.also_llm`` (the
+    same model served elsewhere) come in their own table."""
     got: dict[tuple, list[dict]] = {}
+    others: dict[tuple, list[dict]] = {}
     for r in rows:
+        group = (r["corpus"], r["method"], r["epsilon"], r["per_class"])
         if r["llm"] == args.llm:
-            got.setdefault((r["corpus"], r["method"], r["epsilon"], r["per_class"]),
-                           []).append(r)
-    table = []
-    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=group_order):
-        p = pooled_cell(cell)
-        docs, priced = p["documents"], p["documents"] and method != "real"
-        table.append([corpus, method, "–" if eps is None else f"{eps:g}", per_class,
-                      ", ".join(map(str, p["seeds"])), p["accuracy"], p["keyphrases"],
-                      p["difference"], p["macro_f1"], f"{docs / len(p['seeds']):.0f}",
-                      f"{1000 * p['calls'] / docs:.0f}" if priced else "–",
-                      f"{1000 * p['hours'] / docs:.2f}" if priced else "–"])
+            got.setdefault(group, []).append(r)
+        elif r["llm"] in args.also_llm and r["method"] != "real":
+            others.setdefault((*group, r["llm"]), []).append(r)
+    table = [cell_line(*group, cell) for group, cell in sorted(got.items(), key=group_order)]
     done = done_keys(rows)
     missing = [c for c in design(args)
                if key(*c, args.per_class, args.llm) not in done]
@@ -435,12 +466,9 @@ def report(rows: list[dict], args) -> str:
         "difference per seed (paired: the same sequences), mean ± sd. LLM calls and wall "
         "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
         "this machine).\n\n"
-        + markdown_table(["corpus", "method", "ε", "per class", "seeds", "accuracy",
-                          "keyphrases only (same sequences)", "documents − keyphrases",
-                          "macro-F1",
-                          "documents per seed", "LLM calls per 1,000 documents",
-                          "wall hours per 1,000 documents"], table)
+        + markdown_table(COLUMNS, table)
         + augpe_against_kps(got)
+        + also_llm_table(others)
         + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
         + ("\n\n" + "\n".join(lines) if lines else " none.")
     )
@@ -454,6 +482,9 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--per-class", type=int, default=100)
     ap.add_argument("--llm", default=BENCH_LLM, help="the LLM of every method but the peer")
+    ap.add_argument("--also-llm", action="append", default=[],
+                    help="report: also the cells of this LLM (the same model served "
+                    "elsewhere), in their own table")
     ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight")
     ap.add_argument("--threads", type=int, default=1, help="InvisibleInk's torch threads")
     ap.add_argument("--llm-lock", default=None, help="a lock file held while the LLM runs")
