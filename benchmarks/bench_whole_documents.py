@@ -49,7 +49,9 @@ cell of the requested design that has not run.
         --methods real,kps,floor --epsilons 3,6 --seeds 0,1,2 --per-class 100
     python benchmarks/bench_whole_documents.py --report --write
 
-On a GPU server: ``--llm openai:MODEL@URL --concurrency 64`` (vLLM; docs/llm.md).
+On a GPU server: ``--llm openai:MODEL@URL --concurrency 64`` (vLLM; docs/llm.md); on one
+this machine cannot reach, ``llm_stage_offload.py`` carries the DP-KPS and floor cells'
+document stage there and back (``--report --also-llm SPEC`` shows them).
 """
 
 from __future__ import annotations
