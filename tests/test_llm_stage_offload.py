@@ -1,0 +1,110 @@
+"""Offloading a whole-document cell's document stage (benchmarks/llm_stage_offload.py): the
+job carried to the other machine rebuilds exactly the prompts the cell's own code builds,
+and what ``write`` journals there is what the resumed cell looks up here."""
+
+import dataclasses
+import json
+import sys
+from argparse import Namespace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import dptext.llm
+from bench_whole_documents import report
+from dptext.llm import DocumentOptions, Journal, PromptBuilder, SamplingParams
+from dptext.llm.documents import first_attempt_seed
+from dptext.llm.prompts import FewShotExample, PromptTemplate
+from llm_stage_offload import _capture, _Captured, _order, job_dict, stage_from_job, write
+
+SEQS = [SimpleNamespace(label="refund", keyphrases=("refund", "card", "declined")),
+        SimpleNamespace(label="pin", keyphrases=("pin", "blocked", "app"))]
+
+
+def captured() -> _Captured:
+    builder = PromptBuilder(
+        "customer question to a bank",
+        PromptTemplate(user="Write a {document_type} with: {keyphrases}", source="custom"),
+        (FewShotExample("A public example.", ("public",)),),
+        SamplingParams(max_tokens=32, stop=("\n\n",)))
+    options = DocumentOptions(seed=5, min_coverage=0.5, max_attempts=2)
+    return _Captured(SEQS, builder, options)
+
+
+def carried(cell: str, identity: str) -> dict:
+    """A job as the other machine reads it: through JSON."""
+    return json.loads(json.dumps(job_dict(cell, identity, captured())))
+
+
+def test_a_carried_job_rebuilds_the_same_builder_options_and_sequences():
+    c = captured()
+    seqs, builder, options = stage_from_job(carried("cell-s0", "openai:m@u"))
+    assert builder == c.builder
+    assert dataclasses.replace(options, retry=c.options.retry) == c.options
+    assert options.retry.max_retries == c.options.retry.max_retries
+    assert [(s.label, s.keyphrases) for s in seqs] == [(s.label, s.keyphrases) for s in SEQS]
+
+
+def test_the_cells_own_call_is_captured_not_run(monkeypatch, tmp_path):
+    from synthetic_protocol import llm_documents
+
+    monkeypatch.setattr(dptext.llm, "generate_documents", _capture)
+    data = SimpleNamespace(document_type="note", max_tokens=16)
+    with pytest.raises(_Captured) as got:
+        llm_documents(SEQS, data, tmp_path / "journal.jsonl",
+                      backend=dptext.llm.make_backend("recording:"), seed=3)
+    assert got.value.builder.document_type == "note"
+    assert got.value.builder.params.max_tokens == 16
+    assert got.value.options.seed == 3
+    assert not (tmp_path / "journal.jsonl").exists()
+
+
+def test_write_journals_every_prompt_the_resumed_cell_looks_up(tmp_path):
+    identity = dptext.llm.make_backend("recording:").identity
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cell-s0.json").write_text(json.dumps(carried("cell-s0", identity)))
+    write(Namespace(llm="recording:", jobs=tmp_path / "jobs", journals=tmp_path / "out",
+                    concurrency=2))
+    journal = Journal(tmp_path / "out" / "cell-s0.journal.jsonl")
+    c = captured()
+    for i, s in enumerate(SEQS):
+        prompt = c.builder.build(s.keyphrases, first_attempt_seed(c.options, i))
+        assert prompt.key(identity) in journal
+    stats = json.loads((tmp_path / "out" / "cell-s0.stats.json").read_text())
+    assert stats["documents"] == len(SEQS)
+
+
+def test_write_refuses_a_job_fitted_for_another_backend(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cell-s0.json").write_text(json.dumps(carried("cell-s0", "other")))
+    with pytest.raises(SystemExit, match="fitted for other"):
+        write(Namespace(llm="recording:", jobs=tmp_path / "jobs", journals=tmp_path / "out",
+                        concurrency=2))
+
+
+def test_jobs_run_seed_major_dp_kps_at_eps_6_first():
+    cells = ["b-floor-epsnone-n100-s0", "b-kps-eps3-n100-s1", "b-kps-eps1000-n100-s0",
+             "b-kps-eps6-n100-s1", "b-kps-eps3-n100-s0", "b-kps-eps6-n100-s0"]
+    assert sorted(cells, key=_order) == [
+        "b-kps-eps6-n100-s0", "b-kps-eps3-n100-s0", "b-floor-epsnone-n100-s0",
+        "b-kps-eps1000-n100-s0", "b-kps-eps6-n100-s1", "b-kps-eps3-n100-s1"]
+
+
+def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
+    def row(llm, acc):
+        return {"corpus": "banking77", "method": "kps", "epsilon": 6.0, "seed": 0,
+                "per_class": 100, "llm": llm, "command": "c", "documents": 10,
+                "accuracy": acc, "macro_f1": acc, "llm_calls": 10, "wall_s": 36.0}
+
+    args = Namespace(llm="local:m", also_llm=["openai:m@u"], per_class=100,
+                     corpora=["banking77"], methods=["kps"], epsilons=[6.0], seeds=[0])
+    text = report([row("openai:m@u", 0.5)], args)
+    main, _, elsewhere = text.partition("The same model on a GPU server")
+    assert "0.500" not in main and "0.500 (1 seed)" in elsewhere
+    assert "`openai:m@u`" in elsewhere
+    assert "banking77 / kps / ε = 6 / seed 0" in text  # not done for the main LLM
+    assert "GPU server" not in report([row("openai:m@u", 0.5)],
+                                      Namespace(**{**vars(args), "also_llm": []}))
