@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from bench_llm import SEQS, throughput_bodies
+from record import commit, markdown_table, record
 
 SECTION = "llm-throughput-server"
 
@@ -110,14 +111,10 @@ def measure(args) -> dict:
     return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
                 max_tokens=args.max_tokens, sweep_docs=args.sweep_docs,
                 compare_docs=args.compare_docs, sweep=sweep, compare=[first, ours, again],
-                commit=args.commit or subprocess.run(
-                    ["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                    text=True).stdout.strip())
+                commit=args.commit or commit())
 
 
 def render(d: dict) -> str:
-    from record import markdown_table
-
     def row(what: str, r: dict) -> list:
         return [what, r["concurrency"], r["docs"], r["prompts"], r["tokens"],
                 f"{r['wall']:.1f}", f"{r['tok_s']:.0f}", f"{3600 * r['docs'] / r['wall']:,.0f}"]
@@ -172,8 +169,6 @@ def main() -> None:
         text = render(json.loads(args.render.read_text()))
         print(text)
         if args.record:
-            from record import record
-
             record(args.section, "LLM document stage on a GPU server against the runtime's "
                    "best (tokens/s)" + (f", {args.render.stem}" if args.section != SECTION
                                         else ""), text)

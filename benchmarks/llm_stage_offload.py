@@ -84,40 +84,40 @@ def stage_from_job(job: dict):
 # ------------------------------------------------------------------ the three steps
 def fit(args) -> None:
     import dptext.llm
-    from bench_whole_documents import cell_name, corpus_data, floor_documents, generator_documents
+    from bench_whole_documents import (
+        cell_name,
+        corpus_data,
+        design,
+        floor_documents,
+        generator_documents,
+    )
     from synthetic_protocol import shared_backend
 
     args.jobs.mkdir(parents=True, exist_ok=True)
     llm = shared_backend(args.llm)
     dptext.llm.generate_documents = _capture  # the cells' code imports it at call time
-    for seed in args.seeds:
-        for corpus in args.corpora:
-            data = corpus_data(corpus)
-            for method in args.methods:
-                for eps in (args.epsilons if method == "kps" else [None]):
-                    cell = cell_name(corpus, method, eps, seed, args.per_class)
-                    path = args.jobs / f"{cell}.json"
-                    if path.exists():
-                        continue
-                    folder = args.work_dir / "cells" / cell
-                    folder.mkdir(parents=True, exist_ok=True)
-                    started = time.perf_counter()
-                    try:
-                        if method == "floor":
-                            floor_documents(data, args.per_class, seed, folder, llm,
-                                            args.concurrency)
-                        else:
-                            generator_documents(method, data, eps, args.per_class, seed,
-                                                folder, llm, args.concurrency)
-                    except _Captured as c:
-                        path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
-                        seconds = time.perf_counter() - started
-                        (folder / "seconds.json").write_text(json.dumps({"seconds": seconds}))
-                        print(f"{cell}: {len(c.sequences)} sequences, {seconds:.0f} s",
-                              flush=True)
-                    else:
-                        raise SystemExit(f"{cell}: finished without an LLM stage (already "
-                                         "journaled?)")
+    for corpus, method, eps, seed in design(args):
+        cell = cell_name(corpus, method, eps, seed, args.per_class)
+        path = args.jobs / f"{cell}.json"
+        if path.exists():
+            continue
+        folder = args.work_dir / "cells" / cell
+        folder.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        try:
+            if method == "floor":
+                floor_documents(corpus_data(corpus), args.per_class, seed, folder, llm,
+                                args.concurrency)
+            else:
+                generator_documents(method, corpus_data(corpus), eps, args.per_class, seed,
+                                    folder, llm, args.concurrency)
+        except _Captured as c:
+            path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
+            seconds = time.perf_counter() - started
+            (folder / "seconds.json").write_text(json.dumps({"seconds": seconds}))
+            print(f"{cell}: {len(c.sequences)} sequences, {seconds:.0f} s", flush=True)
+        else:
+            raise SystemExit(f"{cell}: finished without an LLM stage (already journaled?)")
 
 
 def write(args) -> None:
@@ -157,10 +157,13 @@ def _order(cell: str) -> tuple:
 
 
 def land(args) -> None:
+    from dptext.run.folder import run_dir_for
+
     for stats in sorted(args.journals.glob("*.stats.json")):
         cell = json.loads(stats.read_text())["cell"]
         folder = args.work_dir / "cells" / cell
-        run = folder / "synthetic.jsonl.run" if "-kps-" in cell else folder
+        # where the cell's code journals: DP-KPS's run folder, the floor's own folder
+        run = run_dir_for(folder / "synthetic.jsonl") if "-kps-" in cell else folder
         if not run.is_dir():
             raise SystemExit(f"{run}: no fitted cell for {stats.name}")
         if (run / "journal.jsonl").exists():
