@@ -17,6 +17,12 @@ runtime measurements under the same load. The server is started by the caller (i
 command line goes in ``--server``); a warm-up request comes first. ``--out`` keeps the
 measurements; ``--render`` prints the table (``--record``: into docs/benchmarks.md,
 section ``llm-throughput-server`` or ``--section``) on any machine.
+
+Server configurations side by side (``benchmarks/gpu/measure.sh`` does this): one run per
+configuration with ``--compare-docs 0`` (the plain clients only; ``--request-extra`` adds
+fields to their requests, e.g. ``'{"dry_multiplier": 0}'`` to see what DRY costs), then
+``--render ARM.json ... FULL.json``: a table of the arms, each against the first, above the
+full comparison (the one file with ``--compare-docs`` above 0).
 """
 
 from __future__ import annotations
@@ -97,21 +103,43 @@ def measure(args) -> dict:
         print(json.dumps(d), flush=True)
         return d
 
-    post(f"{args.url}/chat/completions",
-         dict(throughput_bodies(args.model, 1, args.max_tokens, "extended")[0], max_tokens=1))
-    sweep = [show(runtime(args.url, throughput_bodies(args.model, args.sweep_docs * c,
-                                                      args.max_tokens, "extended"), c))
-             for c in args.concurrency]
-    best = max(sweep, key=lambda d: d["tok_s"])["concurrency"]
-    n = args.compare_docs * best
-    bodies = throughput_bodies(args.model, n, args.max_tokens, "extended")
-    first = show(runtime(args.url, bodies, best))
-    ours = show(dptext_stage(args.url, args.model, n, args.max_tokens, best))
-    again = show(runtime(args.url, bodies, best))
+    def bodies(n: int) -> list[dict]:
+        return [dict(b, **args.request_extra)
+                for b in throughput_bodies(args.model, n, args.max_tokens, "extended")]
+
+    post(f"{args.url}/chat/completions", dict(bodies(1)[0], max_tokens=1))
+    sweep = [show(runtime(args.url, bodies(args.sweep_docs * c), c)) for c in args.concurrency]
+    compare = []
+    if args.compare_docs:
+        best = max(sweep, key=lambda d: d["tok_s"])["concurrency"]
+        n = args.compare_docs * best
+        compare = [show(runtime(args.url, bodies(n), best)),
+                   show(dptext_stage(args.url, args.model, n, args.max_tokens, best)),
+                   show(runtime(args.url, bodies(n), best))]
     return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
                 max_tokens=args.max_tokens, sweep_docs=args.sweep_docs,
-                compare_docs=args.compare_docs, sweep=sweep, compare=[first, ours, again],
-                commit=args.commit or commit())
+                compare_docs=args.compare_docs, request_extra=args.request_extra,
+                sweep=sweep, compare=compare, commit=args.commit or commit())
+
+
+def render_arms(arms: list[dict]) -> str:
+    """The server configurations side by side: each arm's best plain-client rate."""
+    def best(d: dict) -> dict:
+        return max(d["sweep"], key=lambda r: r["tok_s"])
+
+    base = best(arms[0])["tok_s"]
+    rows = [[f"`{d['server']}`", ", ".join(f"{k} = {v}" for k, v in
+                                          d.get("request_extra", {}).items()) or "as dptext's",
+             r["concurrency"], r["docs"], r["tokens"], f"{r['wall']:.1f}", f"{r['tok_s']:.0f}",
+             f"×{r['tok_s'] / base:.2f}"] for d in arms for r in [best(d)]]
+    d = arms[0]
+    return (f"Server configurations on {d['gpu']}, one after another in one call; model "
+            f"`{d['model']}`; plain HTTP clients posting dptext's requests (medical-record "
+            f"prompts of at most {d['max_tokens']} tokens), {d['sweep_docs']} per client; "
+            f"commit {d['commit']}.\n\n"
+            + markdown_table(["server", "request", "requests in flight", "docs",
+                              "completion tokens", "wall s", "tokens/s", "vs the first"],
+                             rows))
 
 
 def render(d: dict) -> str:
@@ -156,21 +184,29 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--sweep-docs", type=int, default=2, help="documents per client, sweep")
     ap.add_argument("--compare-docs", type=int, default=3,
-                    help="documents per client in the comparison")
+                    help="documents per client in the comparison (0: the plain clients only)")
+    ap.add_argument("--request-extra", type=json.loads, default={},
+                    help="JSON fields added to the plain clients' requests")
     ap.add_argument("--server", default="(not given)", help="how the server was started")
     ap.add_argument("--commit", help="the commit measured (where the copy has no git)")
     ap.add_argument("--out", type=Path, help="write the measurements here (JSON)")
-    ap.add_argument("--render", type=Path, help="only render measurements written by --out")
+    ap.add_argument("--render", type=Path, nargs="+",
+                    help="only render measurements written by --out (several: arms, then the "
+                         "full comparison)")
     ap.add_argument("--record", action="store_true", help="with --render: docs/benchmarks.md")
     ap.add_argument("--section", default=SECTION,
                     help="with --record: the section (one per server configuration)")
     args = ap.parse_args()
     if args.render:
-        text = render(json.loads(args.render.read_text()))
+        runs = [json.loads(p.read_text()) for p in args.render]
+        full = [d for d in runs if d["compare"]]
+        arms = [d for d in runs if not d["compare"]]
+        text = "\n\n".join(([render_arms(arms)] if arms else [])
+                            + [render(d) for d in full])
         print(text)
         if args.record:
             record(args.section, "LLM document stage on a GPU server against the runtime's "
-                   "best (tokens/s)" + (f", {args.render.stem}" if args.section != SECTION
+                   "best (tokens/s)" + (f", {args.render[-1].stem}" if args.section != SECTION
                                         else ""), text)
         return
     if not args.url:
@@ -178,7 +214,7 @@ def main() -> None:
     d = measure(args)
     if args.out:
         args.out.write_text(json.dumps(d, indent=1))
-    print(render(d))
+    print(render(d) if d["compare"] else render_arms([d]))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
 nvcc --version | tail -1; cmake --version | head -1; python3 --version
 mkdir -p /tmp/gpu/parts /tmp/gpu/src
+mv .gpu/part.* /tmp/gpu/parts/ 2>/dev/null  # the first part may come with the source
 python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
     .gpu/llama-src.tar.xz /tmp/gpu/src || exit 1
 cd /tmp/gpu/src/llama.cpp

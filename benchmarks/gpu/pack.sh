@@ -6,20 +6,24 @@
 #   bash benchmarks/gpu/pack.sh [JOBS_DIR]      # writes .gpu/ (ignored by git)
 #
 # .gpu/llama-src.tar.xz  llama.cpp's source, the version xllamacpp bundles (the CPU runtime's)
-# .gpu/part.NN           the GGUF model in PART_MB-MB parts (default 62), .gpu/model.sha256
+# .gpu/part.NN           the GGUF model in PART_MB-MB parts (default 55), .gpu/model.sha256
 # .gpu/jobs.tar.xz       the offload jobs of JOBS_DIR (llm_stage_offload.py fit), if given
 # .gpu/commit            the commit the scripts come from
 #
-# There, one call each, in this order, the machine kept warm between them:
-#   bash benchmarks/gpu/build.sh            carrying .gpu/llama-src.tar.xz (starts the build)
-#   bash benchmarks/gpu/part.sh             carrying one .gpu/part.NN, for every part
-#   bash benchmarks/gpu/measure.sh OUT S    carrying .gpu/jobs.tar.xz .gpu/model.sha256
-#                                           .gpu/commit; results in OUT, within S seconds
+# There, one call each, in this order, the machine kept warm between them (a part rides
+# with the first and the last call; PART_MB=55 keeps each call under 64 MiB):
+#   bash benchmarks/gpu/build.sh            carrying .gpu/llama-src.tar.xz and .gpu/part.00
+#                                           (starts the build)
+#   bash benchmarks/gpu/part.sh             carrying one .gpu/part.NN, for the middle parts
+#   bash benchmarks/gpu/measure.sh OUT S    carrying the last part, .gpu/jobs.tar.xz,
+#                                           .gpu/model.sha256 and .gpu/commit; results in
+#                                           OUT, within S seconds
 # Back here: bench_llm_server.py --render OUT/server-ARM.json --record; the journals: unpack
-# OUT/journals-s*.tar.xz into one folder, then llm_stage_offload.py land and
+# OUT/journals-s*.tar.xz into one folder (journals-unfinished.tar.xz: the cell stopped by the
+# deadline, to be finished elsewhere against a server of the same model), then llm_stage_offload.py land and
 # bench_whole_documents.py with the cells' --llm and --work-dir (llm_stage_offload.py says how).
 set -euo pipefail
-MODEL=${MODEL:-qwen2.5-0.5b}; PART_MB=${PART_MB:-62}; PY=${PY:-.venv/bin/python}
+MODEL=${MODEL:-qwen2.5-0.5b}; PART_MB=${PART_MB:-55}; PY=${PY:-.venv/bin/python}
 rm -rf .gpu && mkdir -p .gpu
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 version=$($PY -m pip show xllamacpp | awk '/^Version/ {print $2}')
