@@ -135,11 +135,13 @@ def render_arms(arms: list[dict]) -> str:
     d = arms[0]
     return (f"Server configurations on {d['gpu']}, one after another in one call; model "
             f"`{d['model']}`; plain HTTP clients posting dptext's requests (medical-record "
-            f"prompts of at most {d['max_tokens']} tokens), {d['sweep_docs']} per client; "
+            f"prompts of at most {d['max_tokens']} tokens), {d['sweep_docs']} per client, "
+            f"the better of {len(d['sweep'])} passes; "
             f"commit {d['commit']}.\n\n"
             + markdown_table(["server", "request", "requests in flight", "docs",
                               "completion tokens", "wall s", "tokens/s", "vs the first"],
-                             rows))
+                             rows)
+            + (f"\n\n**Reading.** {d['reading']}" if d.get("reading") else ""))
 
 
 def render(d: dict) -> str:
@@ -205,9 +207,10 @@ def main() -> None:
                             + [render(d) for d in full])
         print(text)
         if args.record:
-            record(args.section, "LLM document stage on a GPU server against the runtime's "
-                   "best (tokens/s)" + (f", {args.render[-1].stem}" if args.section != SECTION
-                                        else ""), text)
+            title = ("LLM document stage on a GPU server against the runtime's best (tokens/s)"
+                     if full else "llama-server's sampler arrangements on a GPU (tokens/s)")
+            record(args.section, title + (f", {args.render[-1].stem}"
+                                          if full and args.section != SECTION else ""), text)
         return
     if not args.url:
         raise SystemExit("give --url (the server to measure) or --render FILE")

@@ -14,6 +14,8 @@ cannot reach (nor it this one), with only files carried between them.
     # here: each journal into its cell's folder; then the benchmark itself, with the same
     # --llm and --work-dir, finishes the cells from the journals (no LLM call) and scores them
     python benchmarks/llm_stage_offload.py land --jobs JOBS --journals JOURNALS
+    # (--unfinished: also a cell cut off by the deadline there; the benchmark generates the
+    # rest here, so --llm must then reach a server of the same model here)
     python benchmarks/bench_whole_documents.py --corpora banking77 --methods kps,floor \\
         --epsilons 3,6,1000 --llm openai:MODEL@http://127.0.0.1:8080/v1 --work-dir CELLS
 
@@ -157,24 +159,38 @@ def _order(cell: str) -> tuple:
 
 
 def land(args) -> None:
+    """Each finished cell's journal into its run folder; with ``--unfinished`` also the
+    journal of a cell the other machine's deadline stopped: the benchmark then generates
+    its remaining documents here, through the cell's ``--llm`` (the same model, served here)."""
     from dptext.run.folder import run_dir_for
 
-    for stats in sorted(args.journals.glob("*.stats.json")):
-        cell = json.loads(stats.read_text())["cell"]
+    for journal in sorted(args.journals.glob("*.journal.jsonl")):
+        cell = journal.name.removesuffix(".journal.jsonl")
+        stats = args.journals / f"{cell}.stats.json"
+        if not stats.exists() and not args.unfinished:
+            print(f"{cell}: unfinished, not landed (--unfinished lands it)")
+            continue
         folder = args.work_dir / "cells" / cell
         # where the cell's code journals: DP-KPS's run folder, the floor's own folder
         run = run_dir_for(folder / "synthetic.jsonl") if "-kps-" in cell else folder
         if not run.is_dir():
-            raise SystemExit(f"{run}: no fitted cell for {stats.name}")
+            raise SystemExit(f"{run}: no fitted cell for {journal.name}")
         if (run / "journal.jsonl").exists():
             continue  # landed before
-        shutil.copyfile(args.journals / f"{cell}.journal.jsonl", run / "journal.jsonl")
-        # the cell's wall seconds: the fit here, the LLM stage there, the scoring here
+        shutil.copyfile(journal, run / "journal.jsonl")
+        # the cell's wall seconds: the fit here, the LLM stage there (an unfinished one's:
+        # its journal's first to last completion), the rest here
+        if stats.exists():
+            there = json.loads(stats.read_text())["wall_s"]
+        else:
+            times = [json.loads(line)["time"] for line in journal.read_text().splitlines()
+                     if line.endswith("}")]
+            there = max(times) - min(times)
         timer = folder / "seconds.json"
-        seconds = json.loads(timer.read_text())["seconds"] + \
-            json.loads(stats.read_text())["wall_s"]
-        timer.write_text(json.dumps({"seconds": seconds}))
-        print(f"{cell}: journal landed in {run}")
+        timer.write_text(json.dumps({"seconds": json.loads(timer.read_text())["seconds"]
+                                     + there}))
+        print(f"{cell}: journal landed in {run}" + ("" if stats.exists() else
+              " (unfinished: the rest is generated here by the cell's --llm)"))
 
 
 def main() -> None:
@@ -193,6 +209,8 @@ def main() -> None:
                     help="the cells' folder (default: the benchmark's, outside the repo)")
     ap.add_argument("--jobs", type=Path, required=True)
     ap.add_argument("--journals", type=Path, default=None)
+    ap.add_argument("--unfinished", action="store_true",
+                    help="land: also the journals of cells stopped before their end")
     args = ap.parse_args()
     args.corpora = args.corpora.split(",")
     args.methods = args.methods.split(",")

@@ -18,7 +18,15 @@ from bench_whole_documents import report
 from dptext.llm import DocumentOptions, Journal, PromptBuilder, SamplingParams
 from dptext.llm.documents import first_attempt_seed
 from dptext.llm.prompts import FewShotExample, PromptTemplate
-from llm_stage_offload import _capture, _Captured, _order, job_dict, stage_from_job, write
+from llm_stage_offload import (
+    _capture,
+    _Captured,
+    _order,
+    job_dict,
+    land,
+    stage_from_job,
+    write,
+)
 
 SEQS = [SimpleNamespace(label="refund", keyphrases=("refund", "card", "declined")),
         SimpleNamespace(label="pin", keyphrases=("pin", "blocked", "app"))]
@@ -83,6 +91,28 @@ def test_write_refuses_a_job_fitted_for_another_backend(tmp_path):
     with pytest.raises(SystemExit, match="fitted for other"):
         write(Namespace(llm="recording:", jobs=tmp_path / "jobs", journals=tmp_path / "out",
                         concurrency=2))
+
+
+def test_land_takes_unfinished_journals_only_when_asked_and_times_them(tmp_path):
+    journals, cells = tmp_path / "journals", tmp_path / "cells"
+    journals.mkdir()
+    lines = [json.dumps({"key": str(i), "time": 100.0 + 7 * i, "completion": {}})
+             for i in range(3)]
+    for cell in ("b-floor-epsnone-n100-s0", "b-floor-epsnone-n100-s1"):
+        (cells / cell).mkdir(parents=True)
+        (cells / cell / "seconds.json").write_text(json.dumps({"seconds": 50.0}))
+        (journals / f"{cell}.journal.jsonl").write_text("\n".join(lines) + "\n")
+    (journals / "b-floor-epsnone-n100-s0.stats.json").write_text(json.dumps(
+        {"cell": "b-floor-epsnone-n100-s0", "wall_s": 30.0}))
+
+    def landed(unfinished: bool) -> dict:
+        land(Namespace(journals=journals, work_dir=tmp_path, unfinished=unfinished))
+        return {c.name: json.loads((c / "seconds.json").read_text())["seconds"]
+                for c in sorted(cells.iterdir()) if (c / "journal.jsonl").exists()}
+
+    assert landed(False) == {"b-floor-epsnone-n100-s0": 80.0}
+    # the unfinished one: its journal's span (first to last completion) is its time there
+    assert landed(True) == {"b-floor-epsnone-n100-s0": 80.0, "b-floor-epsnone-n100-s1": 64.0}
 
 
 def test_jobs_run_seed_major_dp_kps_at_eps_6_first():
