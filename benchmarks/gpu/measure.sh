@@ -1,11 +1,12 @@
 #!/bin/bash
 # On the GPU machine, the last call (benchmarks/gpu/pack.sh says the order), within SECONDS:
-#   1. llama-server in three sampling arms, plain HTTP clients posting dptext's requests
-#      (bench_llm_server.py --compare-docs 0): sampling on the CPU (the server's default);
-#      on the GPU (--backend-sampling), which covers only the chain's prefix up to its
-#      first sampler without a GPU kernel (DRY, second by default); and on the GPU with
-#      top-k moved before DRY, so the CPU's samplers see 40 candidates, not the 151,936
-#      logits. The last arm again without DRY: what its per-request set-up costs.
+#   1. llama-server in several arms, plain HTTP clients posting dptext's requests
+#      (bench_llm_server.py --compare-docs 0): its defaults (sampling on the CPU); top-k
+#      moved before DRY on the GPU (--backend-sampling --samplers ...: the CPU's samplers
+#      see 40 candidates, not the 151,936 logits; x1.57 on the first lease, where
+#      --backend-sampling alone gave x1.22 and dropping DRY a further x1.08); and the same
+#      without the server's prompt cache (--cache-ram 0), whose per-request search and
+#      slot-state copies are the next suspect for the per-request bound seen there;
 #   2. dptext's stage against the runtime on the fastest arm (bench_llm_server.py);
 #   3. the offloaded document stages of .gpu/jobs.tar.xz (llm_stage_offload.py write) on the
 #      fastest arm until 40 s before the end; the finished cells' journals packed per seed,
@@ -53,18 +54,17 @@ bench() {  # bench() NAME SERVER-FLAGS [bench_llm_server.py arguments]: one meas
 rate() { python3 -c "import json, sys; print(int(max(r['tok_s'] for r in json.load(open(sys.argv[1]))['sweep'])))" \
     "$1" 2>/dev/null || echo 0; }
 best=""; best_rate=0
-for arm in "cpu-sampling|" "backend-sampling|--backend-sampling" \
-           "backend-topk-first|--backend-sampling --samplers $TOPK_FIRST"; do
+ARMS=("defaults|" "topk-first|--backend-sampling --samplers $TOPK_FIRST"
+      "topk-first-no-prompt-cache|--backend-sampling --samplers $TOPK_FIRST --cache-ram 0")
+for arm in "${ARMS[@]}"; do
     name=${arm%%|*}; flags=${arm#*|}
     serve $flags || { echo "$name: the server did not start"; continue; }
     bench "arm-$name" "$flags" --compare-docs 0
     r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s"
     [ "$r" -gt "$best_rate" ] && { best=$flags; best_rate=$r; }
 done
-bench arm-backend-topk-first-no-dry "--backend-sampling --samplers $TOPK_FIRST" --compare-docs 0 \
-    --request-extra '{"dry_multiplier": 0}'
 if [ "$best_rate" -gt 0 ]; then
-    serve $best && bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
+    serve $best && ARM_S=180 bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
 fi
 if [ "$best_rate" -gt 0 ] && [ -n "$(ls /tmp/gpu/jobs)" ]; then
     serve $best && echo "offload on: llama-server $SERVER_ARGS $best" | tee "$R/offload-server.txt"

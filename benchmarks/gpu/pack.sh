@@ -18,6 +18,10 @@
 #   bash benchmarks/gpu/measure.sh OUT S    carrying the last part, .gpu/jobs.tar.xz,
 #                                           .gpu/model.sha256 and .gpu/commit; results in
 #                                           OUT, within S seconds
+# On an H200 (second lease) the machine's start and the calls up to measure.sh took 81 s of
+# device time, the calls 5 s each; the build ended 2.5 minutes after it began, while
+# measure.sh waited. llama-server runs in a session of its own, so a follow-up call on the
+# still-warm machine can go on writing (llm_stage_offload.py write resumes its journals).
 # Back here: bench_llm_server.py --render OUT/server-ARM.json --record; the journals: unpack
 # OUT/journals-s*.tar.xz into one folder (journals-unfinished.tar.xz: the cell stopped by the
 # deadline, to be finished elsewhere against a server of the same model), then llm_stage_offload.py land and
