@@ -57,9 +57,14 @@ def machine() -> str:
 
 
 def command_line() -> str:
-    """This process's command, with the script's path relative to the repository."""
-    return "python " + " ".join(shlex.quote(a) for a in
-                                [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]])
+    """This process's command, with the script's path relative to the repository and the
+    home folder written ``~`` (no path of this machine reaches the repository)."""
+    home = os.path.expanduser("~")
+    args = [os.path.relpath(sys.argv[0], ROOT),
+            *(a.replace(home + os.sep, "~" + os.sep) for a in sys.argv[1:])]
+    tilde = "~" + os.sep  # left unquoted, so that a shell still expands it
+    return "python " + " ".join(tilde + shlex.quote(a[2:]) if a.startswith(tilde)
+                                else shlex.quote(a) for a in args)
 
 
 def record(name: str, title: str, body: str) -> None:
