@@ -419,13 +419,16 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
         return ""
     table = [[*cell_line(*group[:4], cell), f"`{group[4]}`"]
              for group, cell in sorted(others.items(), key=group_order)]
-    return ("\n\n**The same model on a GPU server.** Cells whose document stage ran on a "
-            "GPU through the OpenAI-compatible backend (`benchmarks/llm_stage_offload.py`: "
-            "the DP releases made here, the document stage written there by dptext's own "
-            "code, the cell finished and scored here). Same GGUF weights and prompts, "
-            "another llama.cpp build (CUDA), so not the same samples as on the CPU. Wall "
-            "hours: the fit and the scoring on this machine plus the LLM stage on the "
-            "GPU.\n\n" + markdown_table([*COLUMNS, "LLM"], table))
+    return ("\n\n**The same model served by llama.cpp's server.** Cells whose document "
+            "stage went through the OpenAI-compatible backend to `llama-server` serving the "
+            "same GGUF weights, with top-k moved before DRY (`docs/llm.md`): on a GPU "
+            "(`benchmarks/llm_stage_offload.py`: the DP releases made here, the document "
+            "stage written there by dptext's own code, the cell scored here), here on the "
+            "CPU, or both (a cell the GPU lease cut off, finished here from its journal by "
+            "the CPU build of the same llama.cpp). Same prompts, another runtime and sampler "
+            "order than `local:`, so not the same samples. Wall hours: the fit, the LLM "
+            "stage and the scoring, wherever each ran; not comparable with the table above."
+            "\n\n" + markdown_table([*COLUMNS, "LLM"], table))
 
 
 def report(rows: list[dict], args) -> str:

@@ -132,9 +132,9 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
     args = Namespace(llm="local:m", also_llm=["openai:m@u"], per_class=100,
                      corpora=["banking77"], methods=["kps"], epsilons=[6.0], seeds=[0])
     text = report([row("openai:m@u", 0.5)], args)
-    main, _, elsewhere = text.partition("The same model on a GPU server")
+    main, _, elsewhere = text.partition("The same model served by llama.cpp")
     assert "0.500" not in main and "0.500 (1 seed)" in elsewhere
     assert "`openai:m@u`" in elsewhere
     assert "banking77 / kps / ε = 6 / seed 0" in text  # not done for the main LLM
-    assert "GPU server" not in report([row("openai:m@u", 0.5)],
+    assert "served by llama.cpp" not in report([row("openai:m@u", 0.5)],
                                       Namespace(**{**vars(args), "also_llm": []}))
