@@ -5,8 +5,9 @@
 #      moved before DRY on the GPU (--backend-sampling --samplers ...: the CPU's samplers
 #      see 40 candidates, not the 151,936 logits; x1.57 on the first lease, where
 #      --backend-sampling alone gave x1.22 and dropping DRY a further x1.08); and the same
-#      without the server's prompt cache (--cache-ram 0), whose per-request search and
-#      slot-state copies are the next suspect for the per-request bound seen there;
+#      without the server's prompt cache (--cache-ram 0): after each request it launches,
+#      the server offers every idle slot to that cache, comparing it with every cached
+#      prompt (llama.cpp's source), the suspect for the per-request bound seen there;
 #   2. dptext's stage against the runtime on the fastest arm (bench_llm_server.py);
 #   3. the offloaded document stages of .gpu/jobs.tar.xz (llm_stage_offload.py write) on the
 #      fastest arm until 40 s before the end; the finished cells' journals packed per seed,
