@@ -1,0 +1,37 @@
+"""The GPU server benchmark's arms table (benchmarks/bench_llm_server.py): each arm's best
+pass, set against the first arm, and only the arms in that table."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_llm_server
+
+
+def arm(server: str, rates: list[float], **extra) -> dict:
+    sweep = [dict(what="runtime", concurrency=256, docs=256, prompts=256, tokens=int(r * 10),
+                  wall=10.0, tok_s=r) for r in rates]
+    return dict(model="m", url="u", server=server, gpu="G", max_tokens=32, sweep_docs=1,
+                compare_docs=0, request_extra=extra, sweep=sweep, compare=[], commit="c")
+
+
+def test_arms_are_set_against_the_first_by_their_best_pass():
+    text = bench_llm_server.render_arms([arm("base", [300.0, 200.0]),
+                                         arm("fast", [450.0, 600.0], dry_multiplier=0)])
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert rows[0].endswith("| 300 | ×1.00 |")
+    assert rows[1].endswith("| 600 | ×2.00 |") and "dry_multiplier = 0" in rows[1]
+    assert "the better of 2 passes" in text
+
+
+def test_render_of_arms_alone_prints_their_table(tmp_path, monkeypatch, capsys):
+    paths = []
+    for name, rates in (("a", [100.0]), ("b", [150.0])):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(arm(name, rates)))
+    monkeypatch.setattr(sys, "argv", ["bench_llm_server.py", "--render", *map(str, paths)])
+    bench_llm_server.main()
+    out = capsys.readouterr().out
+    assert "×1.50" in out and "dptext / runtime" not in out
