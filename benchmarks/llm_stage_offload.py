@@ -183,8 +183,12 @@ def land(args) -> None:
         if stats.exists():
             there = json.loads(stats.read_text())["wall_s"]
         else:
-            times = [json.loads(line)["time"] for line in journal.read_text().splitlines()
-                     if line.endswith("}")]
+            times = []
+            for line in journal.read_text().splitlines():
+                try:
+                    times.append(json.loads(line)["time"])
+                except (ValueError, KeyError):
+                    pass  # a torn last line, which the cell's Journal skips too
             there = max(times) - min(times)
         timer = folder / "seconds.json"
         timer.write_text(json.dumps({"seconds": json.loads(timer.read_text())["seconds"]

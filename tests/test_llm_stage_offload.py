@@ -101,7 +101,9 @@ def test_land_takes_unfinished_journals_only_when_asked_and_times_them(tmp_path)
     for cell in ("b-floor-epsnone-n100-s0", "b-floor-epsnone-n100-s1"):
         (cells / cell).mkdir(parents=True)
         (cells / cell / "seconds.json").write_text(json.dumps({"seconds": 50.0}))
-        (journals / f"{cell}.journal.jsonl").write_text("\n".join(lines) + "\n")
+        # the last line torn mid-write (the deadline killed the writer), ending in "}"
+        (journals / f"{cell}.journal.jsonl").write_text(
+            "\n".join(lines) + '\n{"key": "3", "completion": {}')
     (journals / "b-floor-epsnone-n100-s0.stats.json").write_text(json.dumps(
         {"cell": "b-floor-epsnone-n100-s0", "wall_s": 30.0}))
 

@@ -46,7 +46,7 @@ serve() {  # llama-server with extra flags "$@", in a session of its own
 }
 TOPK_FIRST="penalties;top_k;dry;top_p;min_p;temperature"
 bench() {  # bench() NAME SERVER-FLAGS [bench_llm_server.py arguments]: one measured arm,
-    # twice at CONC (the better counts: the first also fills the server's prompt cache)
+    # twice at CONC, the better counting (on the second lease the second pass was slower)
     local name=$1 flags=$2; shift 2
     timeout $(cap 200 ${ARM_S:-90}) python3 benchmarks/bench_llm_server.py --url $URL --model qwen2.5-0.5b \
         --concurrency $CONC $CONC --max-tokens $MAX_TOKENS --sweep-docs 1 --commit "$(cat .gpu/commit)" \
@@ -68,6 +68,7 @@ if [ "$best_rate" -gt 0 ]; then
     serve $best && ARM_S=180 bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
 fi
 if [ "$best_rate" -gt 0 ] && [ -n "$(ls /tmp/gpu/jobs)" ]; then
+    # a fresh server, not the comparison's: the server slowed as it ran (second lease)
     serve $best && echo "offload on: llama-server $SERVER_ARGS $best" | tee "$R/offload-server.txt"
     timeout $(until_ 40) python3 benchmarks/llm_stage_offload.py write --jobs /tmp/gpu/jobs \
         --journals /tmp/gpu/journals --llm openai:qwen2.5-0.5b@$URL --concurrency $CONC
