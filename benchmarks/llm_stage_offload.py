@@ -29,6 +29,7 @@ the backend's identity, so ``write`` must use the ``--llm`` the cells were fitte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -185,10 +186,8 @@ def land(args) -> None:
         else:
             times = []
             for line in journal.read_text().splitlines():
-                try:
-                    times.append(json.loads(line)["time"])
-                except (ValueError, KeyError):
-                    pass  # a torn last line, which the cell's Journal skips too
+                with contextlib.suppress(ValueError, KeyError):  # a torn last line, which
+                    times.append(json.loads(line)["time"])       # the Journal skips too
             there = max(times) - min(times)
         timer = folder / "seconds.json"
         timer.write_text(json.dumps({"seconds": json.loads(timer.read_text())["seconds"]
