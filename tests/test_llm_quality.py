@@ -15,7 +15,7 @@ from dptext.llm import (
     run_prompts,
 )
 from dptext.llm.openai import build_request
-from dptext.llm.quality import check_meta, find_loop, sentences, trim_loop
+from dptext.llm.quality import MetaCheck, check_meta, find_loop, sentences, trim_loop
 from dptext.llm.recording import RecordingBackend
 from dptext.llm.types import Completion, Prompt, SamplingParams
 from llm_helpers import has_module
@@ -142,6 +142,29 @@ def test_a_records_own_closing_note_is_kept():
     assert check_meta(record).text == record
     m = check_meta(record + "\n\nNote: this record is fictional and for illustration only.")
     assert m.stripped and m.text == record
+
+
+@pytest.mark.parametrize("text", [  # echoes seen in complaints written by qwen2.5-0.5b
+    "I am writing this consumer complaint about a financial product that contains the "
+    "following terms: charges, day, funds, being, deposited, the, customer, months.",
+    "Dear Customer,\n\nI am writing to report a financial product that contains the following "
+    "terms: today, from savings, deposit, given, went.\n\nI understand that this might not be "
+    "your immediate problem, but I believe it could be helpful for others.",
+    "As a consumer, I believe that the Financial Product contains the following terms:\n\n"
+    "Denied\nBranch\nChecking\nAllow\nMoney\nDeposit\nManager\nDollars",
+])
+def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
+    m = check_meta(text)
+    assert m.refusal and m.stripped and "following terms" not in m.text
+
+
+def test_an_echo_is_stripped_anywhere_and_terms_and_conditions_are_kept():
+    grading = "This tweet includes all the specified terms in a clear and concise manner."
+    m = check_meta(NEWS + grading)
+    assert m.stripped and not m.refusal and m.text == NEWS.strip()
+    real = (NEWS + "The email offered a $300 bonus after meeting the following terms and "
+            "conditions: open an account and deposit $500. I read these terms carefully.")
+    assert check_meta(real) == MetaCheck(real, False, False)
 
 
 def test_quotes_and_ordinary_sentences_are_kept():

@@ -102,6 +102,16 @@ _PERSONA = re.compile(
     r"as (?:an? |your )(?:[\w-]+ ){0,3}(?:ai|assistant|language model|editor|writer|"
     r"journalist|reporter|author|copywriter|content (?:creator|writer)|chatbot)\b[^.!?\n]*"
     r"\b(?:i|i'm|i am|my|me|we)\b)", re.IGNORECASE)
+# the writer restating or grading its task ("… a product that contains the following terms:
+# fee, late, …", "This tweet includes all the specified terms"); no sentence of BBC News,
+# the health tweets, the complaints, Banking77 or the drug reviews (91,000 documents) matches
+_ECHO = re.compile(
+    r"\b(?:the|these|all(?:\s+of)?\s+the)\s+(?:following|given|specified|provided|listed|above|"
+    r"required|requested)\s+(?:terms|keywords|key\s?words|key\s?phrases)\b"
+    r"(?!\s+(?:and|&)\s+conditions)|"
+    r"\b(?:contain(?:s|ed|ing)?|includ(?:e|es|ed|ing)|us(?:e|es|ed|ing)|incorporat(?:e|es|ed|ing))"
+    r"\s+(?:all\s+(?:of\s+)?)?these\s+(?:terms|keywords|key\s?phrases)\b"
+    r"(?!\s+(?:and|&)\s+conditions)", re.IGNORECASE)
 # chatty openings and sign-offs: removed only at the start or the end of the text
 _OPENING = re.compile(
     r"^[\s*#>-]*(?:(?:sure|certainly|of course|absolutely|okay|ok|great)\b[!,.]?\s*"
@@ -127,16 +137,19 @@ class MetaCheck:
 
 
 def check_meta(text: str, min_words: int = 5) -> MetaCheck:
-    """Find refusals and meta-text: persona sentences anywhere ("As a news editor, I am
-    committed to …", "As an AI, I …"); refusals ("I'm sorry, but …") and chatty openings
+    """Find refusals and meta-text: persona sentences and echoes of the task anywhere ("As a
+    news editor, I am committed to …", "As an AI, I …", "… contains the following terms:
+    …"); refusals ("I'm sorry, but …") and chatty openings
     ("Sure! Here is …") at the start, refusals and sign-offs ("I hope this helps") at the
     end (in the middle such sentences are usually quotes). The answer counts as a
     refusal when one of its first two sentences refuses, or fewer than ``min_words`` words
-    are left once the meta sentences are removed."""
+    are left once the meta sentences are removed. An echo in the first two sentences is a
+    refusal too: the model restated the prompt instead of writing the document."""
     spans = sentences(text)
     parts = [text[a:b] for a, b in spans]
-    meta = [bool(_PERSONA.match(p)) for p in parts]
-    refusal = any(_REFUSAL.match(p) for p in parts[:2])
+    echo = [bool(_ECHO.search(p)) for p in parts]
+    meta = [bool(_PERSONA.match(p)) or e for p, e in zip(parts, echo, strict=True)]
+    refusal = any(_REFUSAL.match(p) for p in parts[:2]) or any(echo[:2])
     i = 0
     while i < len(parts) and (meta[i] or _REFUSAL.match(parts[i]) or _OPENING.match(parts[i])
                               or not parts[i].strip()):
