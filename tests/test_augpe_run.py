@@ -130,6 +130,31 @@ def test_resume_mid_iteration_draws_no_new_noise_and_repeats_no_prompt(corpus, t
     assert again.prompts == []
 
 
+REFUSAL = "I'm sorry, but I can't help with that."
+
+
+def _refusing(prompt) -> str:
+    """``_answer``, except that a quarter of the sampling seeds refuse."""
+    return REFUSAL if prompt.params.seed % 4 == 0 else _answer(prompt)
+
+
+def test_refusals_are_asked_again_and_every_call_is_counted(corpus, tmp_path):
+    run_dir = tmp_path / "out.run"
+    cfg = _cfg(random_words=0)
+    rec = RecordingBackend(answer=_refusing)
+    result = _run(corpus, cfg, rec, run_dir)
+    refused = sum(p.params.seed % 4 == 0 for p in rec.prompts)
+    assert refused and len(rec.prompts) == 30 + refused  # one new call per refusal
+    assert result.prompts[-1] == len(rec.prompts)
+    assert result.stats.refusals_retried == refused
+    assert not any("sorry" in text for pop in result.populations for text, _ in pop)
+    # a run directory written before calls were saved counts one call per text
+    for f in run_dir.glob("calls_*.json"):
+        f.unlink()
+    again = RecordingBackend(answer=_refusing)
+    assert _run(corpus, cfg, again, run_dir).prompts == [10, 20, 30] and again.prompts == []
+
+
 def _csv(path, corpus: Corpus) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)

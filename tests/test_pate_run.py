@@ -165,3 +165,23 @@ def test_generate_method_pate_end_to_end(tmp_path, monkeypatch):
         "parameters"]["llm_calls_computed_this_run"] == 0
     assert np.array_equal([d["text"] for d in docs],
                           [json.loads(x)["text"] for x in out.read_text().splitlines()])
+
+
+def test_refused_candidates_are_asked_again_and_counted(tmp_path):
+    def answer(prompt):
+        if prompt.params.seed % 4 == 0:
+            return "I'm sorry, but I can't write that document."
+        return f"Patient seen today. Notes on {prompt.text()[-60:]}."
+
+    cfg = PateConfig(epsilon=4.0, documents=10, candidates_per_doc=3, teachers=8,
+                     max_queries=20, vocab=_vocab_file(tmp_path), vocab_size=300,
+                     document_type="medical record", seed=3, embedder=_embedder(),
+                     sampling=SamplingParams(max_tokens=60))
+    out = tmp_path / "pate.jsonl"
+    rec = RecordingBackend(answer=answer)
+    report = run_pate(_canaries_in_larger_classes(), out, cfg, rec)
+    refused = sum(p.params.seed % 4 == 0 for p in rec.prompts)
+    assert refused and len(rec.prompts) == 30 + refused
+    assert report["parameters"]["llm_calls"] == len(rec.prompts)
+    candidates = (tmp_path / "pate.jsonl.run" / "pate" / "candidates.jsonl").read_text()
+    assert len(candidates.splitlines()) == 30 and "sorry" not in candidates.lower()

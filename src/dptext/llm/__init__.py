@@ -6,7 +6,8 @@ or anything else that holds private text; ``tests/test_llm_boundary.py`` checks 
 """
 
 from dptext.llm.base import LLMBackend, available_schemes, make_backend, register_backend
-from dptext.llm.documents import DocumentOptions, SyntheticDocument, generate_documents
+from dptext.llm.checked import CheckedText, DocumentOptions, complete_checked, reseeding
+from dptext.llm.documents import SyntheticDocument, generate_documents
 from dptext.llm.errors import BackendSpecError, LLMError, RetryableLLMError, TemplateError
 from dptext.llm.journal import Journal, PromptCache
 from dptext.llm.prompts import (
@@ -21,10 +22,10 @@ from dptext.llm.runner import RetryPolicy, RunStats, run_prompts
 from dptext.llm.types import Completion, Message, Prompt, SamplingParams
 
 __all__ = [
-    "BackendSpecError", "Completion", "DocumentOptions", "FewShotExample", "Journal",
-    "LLMBackend", "LLMError", "Message", "Prompt", "PromptBuilder", "PromptCache",
+    "BackendSpecError", "CheckedText", "Completion", "DocumentOptions", "FewShotExample",
+    "Journal", "LLMBackend", "LLMError", "Message", "Prompt", "PromptBuilder", "PromptCache",
     "PromptTemplate", "RetryPolicy", "RetryableLLMError", "RunStats", "SamplingParams",
     "SyntheticDocument", "TemplateError", "available_schemes", "clean_completion",
-    "generate_documents", "keyphrase_coverage", "load_few_shot", "make_backend",
-    "register_backend", "run_prompts",
+    "complete_checked", "generate_documents", "keyphrase_coverage", "load_few_shot",
+    "make_backend", "register_backend", "reseeding", "run_prompts",
 ]

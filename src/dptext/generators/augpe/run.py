@@ -41,14 +41,15 @@ from dptext.generators.augpe.prompts import (
 from dptext.generators.augpe.select import SELECTIONS, select_parents
 from dptext.generators.augpe.state import Population, RunState
 from dptext.llm import (
+    DocumentOptions,
     Journal,
     LLMBackend,
     Prompt,
     PromptCache,
     RunStats,
     SamplingParams,
-    clean_completion,
-    run_prompts,
+    complete_checked,
+    reseeding,
 )
 from dptext.privacy import NoiseSpec, PrivacyLedger
 
@@ -124,12 +125,13 @@ class AugPEResult:
     populations: list[Population]  # after iteration t = 0..T
     ledger: PrivacyLedger
     vocabulary: tuple[str, ...] | None
+    calls: list[int]  # LLM calls that made population t, retries included
     stats: RunStats = field(default_factory=RunStats)
 
     @property
     def prompts(self) -> list[int]:
-        """LLM prompts the run had used when population t was complete."""
-        return [int(n) for n in np.cumsum([len(p) for p in self.populations])]
+        """LLM calls the run had made when population t was complete."""
+        return [int(n) for n in np.cumsum(self.calls)]
 
 
 def _class_of(corpus: Corpus, classes: list) -> dict:
@@ -149,8 +151,9 @@ class _Evolution:
             corpus, cfg, noise, backend, state)
         self.classes, self.seed, self.say = classes, seed, say
         self.ledger = state.ledger(epsilon_cap)
-        self.run_opts = dict(journal=journal, cache=cache, concurrency=concurrency,
-                             progress=progress)
+        self.run_opts = dict(journal=journal, cache=cache)
+        self.checks = DocumentOptions(clean=cfg.clean, concurrency=concurrency,
+                                      progress=progress)
         self.stats = stats if stats is not None else RunStats()
         self.params = SamplingParams(cfg.max_tokens, cfg.temperature, cfg.top_p)
         self._embedder = None
@@ -207,14 +210,17 @@ class _Evolution:
     def _name(self, c) -> str | None:
         return str(c) if self.cfg.class_names else None
 
-    def _complete(self, prompts: list[Prompt], fallback: list[str], t: int) -> list[str]:
-        done = run_prompts(self.backend, prompts, description=f"AugPE iteration {t}",
-                           stats=self.stats, **self.run_opts)
-        texts = [clean_completion(c.text, c.finish_reason == "length") if self.cfg.clean
-                 else c.text.strip() for c in done]
+    def _complete(self, prompts: list[Prompt], fallback: list[str], t: int
+                  ) -> tuple[list[str], int]:
+        """The texts (loops and refusals asked again, as DP-KPS's documents are) and the
+        LLM calls they took."""
+        done = complete_checked(reseeding(prompts), len(prompts), self.backend, self.checks,
+                                stats=self.stats, description=f"AugPE iteration {t}",
+                                **self.run_opts)
         # an empty answer, or one that left blanks unfilled, keeps the parent
-        return [text if text and BLANK not in text.split() else f
-                for text, f in zip(texts, fallback, strict=True)]
+        texts = [d.text if d.text and BLANK not in d.text.split() else f
+                 for d, f in zip(done, fallback, strict=True)]
+        return texts, sum(d.attempts for d in done)
 
     # ---------------------------------------------------------------- the steps
     def vocabulary(self) -> tuple[str, ...] | None:
@@ -234,7 +240,7 @@ class _Evolution:
             self.state.save_vocabulary(words, self.ledger.releases[before:])
         return words
 
-    def initial(self, words: tuple[str, ...] | None) -> Population:
+    def initial(self, words: tuple[str, ...] | None) -> tuple[Population, int]:
         rng = np.random.default_rng([self.seed, 0])
         prompts, labels = [], []
         for c in self.classes:
@@ -246,8 +252,8 @@ class _Evolution:
                 prompts.append(initial_prompt(self.cfg.document_type, picked,
                                               self.cfg.words(), params, self._name(c)))
                 labels.append(c)
-        texts = self._complete(prompts, [""] * len(prompts), 0)
-        return list(zip(texts, labels, strict=True))
+        texts, calls = self._complete(prompts, [""] * len(prompts), 0)
+        return list(zip(texts, labels, strict=True)), calls
 
     def votes(self, t: int, population: Population) -> dict:
         hist = self.state.votes(t)
@@ -266,7 +272,7 @@ class _Evolution:
         self.state.save_votes(t, hist, self.ledger.releases[before:])  # before any prompt
         return hist
 
-    def evolve(self, t: int, population: Population, hist: dict) -> Population:
+    def evolve(self, t: int, population: Population, hist: dict) -> tuple[Population, int]:
         rng = np.random.default_rng([self.seed, t])
         prompts, parents = [], []
         for c in self.classes:
@@ -282,30 +288,33 @@ class _Evolution:
                     kind, members[j], self.cfg.document_type, self.cfg.words(), params,
                     mask_rate=self.cfg.mask_rate, rng=rng, class_name=self._name(c)))
                 parents.append((members[j], c))
-        texts = self._complete(prompts, [p for p, _ in parents], t)
-        return [(text, c) for text, (_, c) in zip(texts, parents, strict=True)]
+        texts, calls = self._complete(prompts, [p for p, _ in parents], t)
+        return [(text, c) for text, (_, c) in zip(texts, parents, strict=True)], calls
 
     def run(self) -> AugPEResult:
         words = self.vocabulary()
         pops: list[Population] = []
+        calls: list[int] = []
         pop = self.state.population(0)
         if pop is None:
-            pop = self.initial(words)
-            self.state.save_population(0, pop)
+            pop, n = self.initial(words)
+            self.state.save_population(0, pop, n)
         pops.append(pop)
+        calls.append(self.state.calls(0))
         self.say(f"iteration 0: {len(pop)} initial texts")
         for t in range(1, self.cfg.iterations + 1):
             saved = self.state.population(t)
             if saved is None:
                 hist = self.votes(t, pop)
-                saved = self.evolve(t, pop, hist)
-                self.state.save_population(t, saved)
+                saved, n = self.evolve(t, pop, hist)
+                self.state.save_population(t, saved, n)
                 self.say(f"iteration {t}/{self.cfg.iterations}: vote histograms released "
                          f"(σ = {self.ledger.releases[-1].noise_scale:.3g}), "
                          f"{len(saved)} variations; spent so far {self.ledger.guarantee()}")
             pop = saved
             pops.append(pop)
-        return AugPEResult(pops, self.ledger, words, self.stats)
+            calls.append(self.state.calls(t))
+        return AugPEResult(pops, self.ledger, words, calls, self.stats)
 
 
 def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],

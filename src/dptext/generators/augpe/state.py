@@ -4,7 +4,8 @@
 ``vocabulary.json`` (AugPE+Ṽ: the DP vocabulary and its release record),
 ``votes_<t>.json`` (iteration t's noisy histograms and their release records, written
 atomically the moment they are drawn, before any prompt uses them) and
-``population_<t>.jsonl`` (the synthetic texts after iteration t). The ledger is
+``population_<t>.jsonl`` (the synthetic texts after iteration t) with ``calls_<t>.json``
+(the LLM calls, retries included, that made them). The ledger is
 rebuilt from the release records in these files, so a saved histogram is never
 without its charge. The LLM completions go to the shared ``journal.jsonl``.
 Everything here is released data or its post-processing; no private text.
@@ -74,10 +75,22 @@ class RunState:
                 for c, h in json.loads(path.read_text())["histograms"]}
 
     # ---------------------------------------------------------------- populations
-    def save_population(self, t: int, population: Population) -> None:
+    def save_population(self, t: int, population: Population, calls: int) -> None:
+        """Population t and the LLM calls that made it (``calls_<t>.json``, written first:
+        the population file marks the iteration done)."""
+        write_atomic(self.dir / f"calls_{t}.json", json.dumps({"llm_calls": calls}))
         write_atomic(self.dir / f"population_{t}.jsonl", "".join(
             json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n"
             for text, label in population))
+
+    def calls(self, t: int) -> int:
+        """The LLM calls that made population t; a run saved before retries were counted
+        made one per text."""
+        path = self.dir / f"calls_{t}.json"
+        if path.exists():
+            return int(json.loads(path.read_text())["llm_calls"])
+        population = self.population(t)
+        return len(population) if population is not None else 0
 
     def population(self, t: int) -> Population | None:
         path = self.dir / f"population_{t}.jsonl"

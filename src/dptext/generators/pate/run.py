@@ -53,7 +53,7 @@ from dptext.generators.pate.plan import (
 from dptext.generators.pate.shards import deduplicate, new_salt, shard_of
 from dptext.generators.pate.student import select, student_scores, tutor_counts
 from dptext.generators.pate.teachers import VOTES_RELEASE, gnmax, teacher_votes
-from dptext.llm import SamplingParams, clean_completion, run_prompts
+from dptext.llm import DocumentOptions, SamplingParams, complete_checked, reseeding
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, release
 from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, release_label_set
 
@@ -269,11 +269,14 @@ class PateGenerator(BaseGenerator):
                                       cfg.words_per_prompt, params, cfg.seed)
             topics = [None] * layout.pool
         ctx.say(f"public generator: {len(prompts)} candidate prompts to {ctx.llm.identity}")
-        comps = run_prompts(ctx.llm, prompts, ctx.journal, ctx.cache, ctx.concurrency,
-                            progress=ctx.progress, description="candidates", stats=ctx.stats)
+        # loops and refusals asked again, as DP-KPS's documents are
+        written = complete_checked(reseeding(prompts), len(prompts), ctx.llm,
+                                   DocumentOptions(concurrency=ctx.concurrency,
+                                                   progress=ctx.progress),
+                                   ctx.journal, ctx.cache, ctx.stats, description="candidates")
         folds, queried = _public_split(layout, cfg.seed)
-        cands = [Candidate(clean_completion(c.text, c.finish_reason == "length"), t, int(f))
-                 for c, t, f in zip(comps, topics, folds, strict=True)]
+        cands = [Candidate(c.text, t, int(f))
+                 for c, t, f in zip(written, topics, folds, strict=True)]
         write_jsonl((c.to_dict() for c in cands), ctx.dir / "candidates.jsonl")
 
         # --------------------------------------------------------- step 3: teachers
@@ -310,7 +313,8 @@ class PateGenerator(BaseGenerator):
                            "--candidates-per-doc")
         report_params = {
             **{k: v for k, v in cfg.to_dict().items() if k != "sampling"},
-            "sampling": asdict(params), "llm": ctx.llm.identity, "llm_calls": len(prompts),
+            "sampling": asdict(params), "llm": ctx.llm.identity,
+            "llm_calls": sum(c.attempts for c in written),
             "candidates": layout.pool, "queries_answered": layout.queries,
             "documents": len(records), "tutor_counts": counts.tolist(),
             "label_mode": layout.label_mode, "gnmax_sigma_per_query": _vote_sigma(ctx.ledger),
