@@ -226,15 +226,16 @@ def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
 def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
                        calls: int) -> list[list[float]]:
     """Aug-PE's population after each iteration t (its run saves them), scored by the same
-    classifier: ``[t, accuracy, LLM calls]``. Population t cost N·(1+t) of the run's
-    N·(1+T) prompts; the cell's calls (retries included) are apportioned in that ratio."""
+    classifier: ``[t, accuracy, LLM calls]``. The cell's calls are apportioned to the
+    iterations as the run saved them (``RunState.calls``: retries included; a run folder
+    from before that counts N per iteration)."""
     from dptext.generators.augpe.state import RunState
 
     state = RunState(folder / "synthetic.jsonl.run" / "augpe")
     populations = []
     while (population := state.population(len(populations))) is not None:
         populations.append(population)
-    prompts = np.cumsum([len(p) for p in populations])
+    prompts = np.cumsum([state.calls(t) for t in range(len(populations))])
     return [[t, downstream([text for text, _ in p], [label for _, label in p], data,
                            seed=seed)["accuracy"], calls * int(n) / int(prompts[-1])]
             for t, (p, n) in enumerate(zip(populations, prompts, strict=True))]
@@ -371,10 +372,10 @@ def augpe_against_kps(got: dict[tuple, list[dict]]) -> str:
         return ""
     return (
         "\n\n**Aug-PE by iteration, beside DP-KPS.** Aug-PE's population after iteration t "
-        "(saved by its run) scored by the same classifier; population t cost N·(1+t) of the "
-        "run's N·(1+T) prompts, and the cell's LLM calls (retries included) are apportioned "
-        "in that ratio. Every population t is post-processing of releases within the run's "
-        "ε.\n\n"
+        "(saved by its run) scored by the same classifier; the cell's LLM calls are "
+        "apportioned to the iterations as the run counted them (retries included; N per "
+        "iteration for run folders from before Aug-PE retried loops and refusals). Every "
+        "population t is post-processing of releases within the run's ε.\n\n"
         + markdown_table(["corpus", "ε", "seeds", "Aug-PE iteration t", "Aug-PE accuracy",
                           "Aug-PE LLM calls per 1,000 documents", "DP-KPS accuracy",
                           "DP-KPS LLM calls per 1,000 documents"], table)
