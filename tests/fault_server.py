@@ -3,7 +3,7 @@
 Each request gets the fault ``plan(n, attempt)``: n = 0, 1, … in arrival order, attempt =
 how many earlier requests carried the same prompt:
 
-``ok``             a valid answer: "Document <serial>. <the user message>." (finish: stop)
+``ok``             a valid answer: "Document <serial>. A note on <the prompt's terms>."
 ``timeout``        sleeps ``hang`` seconds, then drops the connection without answering
 ``429``            Too Many Requests with ``Retry-After: 0``
 ``500``            Internal Server Error (no Retry-After)
@@ -123,7 +123,8 @@ class FaultServer:
                 if fault == "wrong-shape":
                     self._send(200, json.dumps({"object": "error", "detail": "busy"}).encode())
                     return
-                text, finish = f"Document {n}. {user[:400]}.", "stop"
+                terms = [line[2:] for line in user.splitlines() if line.startswith("- ")]
+                text, finish = f"Document {n}. A note on {', '.join(terms)}.", "stop"
                 if fault == "truncated-text":
                     text, finish = f"Document {n} was complete. Then it stopped in the mi", \
                         "length"
