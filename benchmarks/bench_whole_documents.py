@@ -227,7 +227,7 @@ def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
                        calls: int) -> list[list[float]]:
     """Aug-PE's population after each iteration t (its run saves them), scored by the same
     classifier: ``[t, accuracy, LLM calls]``. The cell's calls are apportioned to the
-    iterations as the run saved them (``RunState.calls``: retries included; a run folder
+    iterations as the run saved them (``RunState.counts``: retries included; a run folder
     from before that counts N per iteration)."""
     from dptext.generators.augpe.state import RunState
 
@@ -235,7 +235,7 @@ def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
     populations = []
     while (population := state.population(len(populations))) is not None:
         populations.append(population)
-    prompts = np.cumsum([state.calls(t) for t in range(len(populations))])
+    prompts = np.cumsum([state.counts(t)["llm_calls"] for t in range(len(populations))])
     return [[t, downstream([text for text, _ in p], [label for _, label in p], data,
                            seed=seed)["accuracy"], calls * int(n) / int(prompts[-1])]
             for t, (p, n) in enumerate(zip(populations, prompts, strict=True))]

@@ -147,6 +147,7 @@ def test_refusals_are_asked_again_and_every_call_is_counted(corpus, tmp_path):
     assert refused and len(rec.prompts) == 30 + refused  # one new call per refusal
     assert result.prompts[-1] == len(rec.prompts)
     assert result.stats.refusals_retried == refused
+    assert result.check_counts["refusals_retried"] == refused  # saved with each population
     assert not any("sorry" in text for pop in result.populations for text, _ in pop)
     # a run directory written before calls were saved counts one call per text
     for f in run_dir.glob("calls_*.json"):

@@ -183,5 +183,6 @@ def test_refused_candidates_are_asked_again_and_counted(tmp_path):
     refused = sum(p.params.seed % 4 == 0 for p in rec.prompts)
     assert refused and len(rec.prompts) == 30 + refused
     assert report["parameters"]["llm_calls"] == len(rec.prompts)
+    assert report["parameters"]["checks"]["refusals_retried"] == refused
     candidates = (tmp_path / "pate.jsonl.run" / "pate" / "candidates.jsonl").read_text()
     assert len(candidates.splitlines()) == 30 and "sorry" not in candidates.lower()

@@ -43,6 +43,14 @@ def check_declared_labels(corpus: Corpus, declared) -> None:
         check_declared(corpus.labels, declared, source=corpus.source)
 
 
+def checks_summary(parameters: dict[str, Any]) -> str:
+    """The summary clause of the LLM checks' counts a fit saved in its parameters (none in
+    a run folder from before they were counted)."""
+    from dptext.llm import RunStats
+
+    return RunStats(**parameters.get("checks", {})).quality_summary()
+
+
 @dataclass(frozen=True)
 class CorpusInfo:
     """What a plan may depend on: public facts about the corpus, never its statistics."""

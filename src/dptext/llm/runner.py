@@ -42,6 +42,10 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
 
 
+CHECKS = ("loops_retried", "loops_trimmed", "refusals_retried", "refusals_left",
+          "meta_stripped")
+
+
 @dataclass
 class RunStats:
     total: int = 0
@@ -57,6 +61,10 @@ class RunStats:
     refusals_retried: int = 0  # completions that refused / spoke as an AI, asked again
     refusals_left: int = 0     # documents still a refusal after the last attempt
     meta_stripped: int = 0     # documents whose meta sentences were removed
+
+    def checks(self) -> dict[str, int]:
+        """The checks' counters, to save beside what they counted."""
+        return {k: getattr(self, k) for k in CHECKS}
 
     def quality_summary(self) -> str:
         """One clause for a summary line: what the loop and refusal checks did."""

@@ -18,6 +18,7 @@ from dptext.generators.base import (
     Documents,
     RunContext,
     check_declared_labels,
+    checks_summary,
 )
 from dptext.privacy import Release
 from dptext.privacy.labels import LABEL_SET, LABEL_SET_NOTE, release_label_set
@@ -96,6 +97,7 @@ class AugPEGenerator(BaseGenerator):
                 "parameters": {**cfg.to_dict(), "llm": ctx.llm.identity,
                                "prompts_per_iteration": result.prompts,
                                "llm_calls": result.prompts[-1],
+                               "checks": result.check_counts,
                                "class_names_in_prompts": cfg.class_names,
                                "vocabulary_size": len(result.vocabulary or ())}}
 
@@ -103,4 +105,5 @@ class AugPEGenerator(BaseGenerator):
         """The population after the last iteration."""
         return Documents(records=state["population"], parameters=state["parameters"],
                          notes=state["notes"], document_type=self.config.document_type,
-                         summary=[f"{state['parameters']['llm_calls']} LLM prompts"])
+                         summary=[f"{state['parameters']['llm_calls']} LLM prompts",
+                                  checks_summary(state["parameters"])])

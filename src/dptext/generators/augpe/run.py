@@ -51,6 +51,7 @@ from dptext.llm import (
     complete_checked,
     reseeding,
 )
+from dptext.llm.runner import CHECKS
 from dptext.privacy import NoiseSpec, PrivacyLedger
 
 CLASS_NAMES_NOTE = ("LEAKS: the class names were put in the prompts in the clear "
@@ -125,13 +126,22 @@ class AugPEResult:
     populations: list[Population]  # after iteration t = 0..T
     ledger: PrivacyLedger
     vocabulary: tuple[str, ...] | None
-    calls: list[int]  # LLM calls that made population t, retries included
+    counts: list[dict]  # population t's LLM calls (retries included) and checks' counts
     stats: RunStats = field(default_factory=RunStats)
 
     @property
     def prompts(self) -> list[int]:
         """LLM calls the run had made when population t was complete."""
-        return [int(n) for n in np.cumsum(self.calls)]
+        return [int(n) for n in np.cumsum([c["llm_calls"] for c in self.counts])]
+
+    @property
+    def check_counts(self) -> dict[str, int]:
+        """The loop / refusal checks' counts over every population, resumed ones too."""
+        total = dict.fromkeys(CHECKS, 0)
+        for c in self.counts:
+            for k, v in c["checks"].items():
+                total[k] += v
+        return total
 
 
 def _class_of(corpus: Corpus, classes: list) -> dict:
@@ -211,16 +221,18 @@ class _Evolution:
         return str(c) if self.cfg.class_names else None
 
     def _complete(self, prompts: list[Prompt], fallback: list[str], t: int
-                  ) -> tuple[list[str], int]:
-        """The texts (loops and refusals asked again, as DP-KPS's documents are) and the
-        LLM calls they took."""
+                  ) -> tuple[list[str], dict]:
+        """The texts (loops and refusals asked again, as DP-KPS's documents are), and the
+        LLM calls they took with the checks' counts (``RunState.save_population``)."""
+        before = self.stats.checks()
         done = complete_checked(reseeding(prompts), len(prompts), self.backend, self.checks,
                                 stats=self.stats, description=f"AugPE iteration {t}",
                                 **self.run_opts)
         # an empty answer, or one that left blanks unfilled, keeps the parent
         texts = [d.text if d.text and BLANK not in d.text.split() else f
                  for d, f in zip(done, fallback, strict=True)]
-        return texts, sum(d.attempts for d in done)
+        counts = {k: v - before[k] for k, v in self.stats.checks().items()}
+        return texts, {"llm_calls": sum(d.attempts for d in done), "checks": counts}
 
     # ---------------------------------------------------------------- the steps
     def vocabulary(self) -> tuple[str, ...] | None:
@@ -240,7 +252,7 @@ class _Evolution:
             self.state.save_vocabulary(words, self.ledger.releases[before:])
         return words
 
-    def initial(self, words: tuple[str, ...] | None) -> tuple[Population, int]:
+    def initial(self, words: tuple[str, ...] | None) -> tuple[Population, dict]:
         rng = np.random.default_rng([self.seed, 0])
         prompts, labels = [], []
         for c in self.classes:
@@ -252,8 +264,8 @@ class _Evolution:
                 prompts.append(initial_prompt(self.cfg.document_type, picked,
                                               self.cfg.words(), params, self._name(c)))
                 labels.append(c)
-        texts, calls = self._complete(prompts, [""] * len(prompts), 0)
-        return list(zip(texts, labels, strict=True)), calls
+        texts, counts = self._complete(prompts, [""] * len(prompts), 0)
+        return list(zip(texts, labels, strict=True)), counts
 
     def votes(self, t: int, population: Population) -> dict:
         hist = self.state.votes(t)
@@ -272,7 +284,7 @@ class _Evolution:
         self.state.save_votes(t, hist, self.ledger.releases[before:])  # before any prompt
         return hist
 
-    def evolve(self, t: int, population: Population, hist: dict) -> tuple[Population, int]:
+    def evolve(self, t: int, population: Population, hist: dict) -> tuple[Population, dict]:
         rng = np.random.default_rng([self.seed, t])
         prompts, parents = [], []
         for c in self.classes:
@@ -288,33 +300,33 @@ class _Evolution:
                     kind, members[j], self.cfg.document_type, self.cfg.words(), params,
                     mask_rate=self.cfg.mask_rate, rng=rng, class_name=self._name(c)))
                 parents.append((members[j], c))
-        texts, calls = self._complete(prompts, [p for p, _ in parents], t)
-        return [(text, c) for text, (_, c) in zip(texts, parents, strict=True)], calls
+        texts, counts = self._complete(prompts, [p for p, _ in parents], t)
+        return [(text, c) for text, (_, c) in zip(texts, parents, strict=True)], counts
 
     def run(self) -> AugPEResult:
         words = self.vocabulary()
         pops: list[Population] = []
-        calls: list[int] = []
+        counts: list[dict] = []
         pop = self.state.population(0)
         if pop is None:
-            pop, n = self.initial(words)
-            self.state.save_population(0, pop, n)
+            pop, made = self.initial(words)
+            self.state.save_population(0, pop, made)
         pops.append(pop)
-        calls.append(self.state.calls(0))
+        counts.append(self.state.counts(0))
         self.say(f"iteration 0: {len(pop)} initial texts")
         for t in range(1, self.cfg.iterations + 1):
             saved = self.state.population(t)
             if saved is None:
                 hist = self.votes(t, pop)
-                saved, n = self.evolve(t, pop, hist)
-                self.state.save_population(t, saved, n)
+                saved, made = self.evolve(t, pop, hist)
+                self.state.save_population(t, saved, made)
                 self.say(f"iteration {t}/{self.cfg.iterations}: vote histograms released "
                          f"(σ = {self.ledger.releases[-1].noise_scale:.3g}), "
                          f"{len(saved)} variations; spent so far {self.ledger.guarantee()}")
             pop = saved
             pops.append(pop)
-            calls.append(self.state.calls(t))
-        return AugPEResult(pops, self.ledger, words, calls, self.stats)
+            counts.append(self.state.counts(t))
+        return AugPEResult(pops, self.ledger, words, counts, self.stats)
 
 
 def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],

@@ -75,22 +75,22 @@ class RunState:
                 for c, h in json.loads(path.read_text())["histograms"]}
 
     # ---------------------------------------------------------------- populations
-    def save_population(self, t: int, population: Population, calls: int) -> None:
-        """Population t and the LLM calls that made it (``calls_<t>.json``, written first:
-        the population file marks the iteration done)."""
-        write_atomic(self.dir / f"calls_{t}.json", json.dumps({"llm_calls": calls}))
+    def save_population(self, t: int, population: Population, counts: dict) -> None:
+        """Population t, and the LLM calls that made it with the checks' counts
+        (``calls_<t>.json``, written first: the population file marks the iteration done)."""
+        write_atomic(self.dir / f"calls_{t}.json", json.dumps(counts))
         write_atomic(self.dir / f"population_{t}.jsonl", "".join(
             json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n"
             for text, label in population))
 
-    def calls(self, t: int) -> int:
-        """The LLM calls that made population t; a run saved before retries were counted
-        made one per text."""
+    def counts(self, t: int) -> dict:
+        """``{"llm_calls": …, "checks": {…}}`` of population t; a run saved before the
+        checks were counted made one call per text and counted nothing."""
         path = self.dir / f"calls_{t}.json"
         if path.exists():
-            return int(json.loads(path.read_text())["llm_calls"])
+            return json.loads(path.read_text())
         population = self.population(t)
-        return len(population) if population is not None else 0
+        return {"llm_calls": len(population) if population is not None else 0, "checks": {}}
 
     def population(self, t: int) -> Population | None:
         path = self.dir / f"population_{t}.jsonl"

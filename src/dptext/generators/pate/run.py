@@ -38,6 +38,7 @@ from dptext.generators.base import (
     Documents,
     RunContext,
     check_declared_labels,
+    checks_summary,
 )
 from dptext.generators.pate.candidates import (
     Candidate,
@@ -314,7 +315,7 @@ class PateGenerator(BaseGenerator):
         report_params = {
             **{k: v for k, v in cfg.to_dict().items() if k != "sampling"},
             "sampling": asdict(params), "llm": ctx.llm.identity,
-            "llm_calls": sum(c.attempts for c in written),
+            "llm_calls": sum(c.attempts for c in written), "checks": ctx.stats.checks(),
             "candidates": layout.pool, "queries_answered": layout.queries,
             "documents": len(records), "tutor_counts": counts.tolist(),
             "label_mode": layout.label_mode, "gnmax_sigma_per_query": _vote_sigma(ctx.ledger),
@@ -333,7 +334,8 @@ class PateGenerator(BaseGenerator):
         return Documents(records=state["records"], parameters=params,
                          notes=state["notes"], document_type=self.config.document_type,
                          summary=[*state["summary"],
-                                  f"{state['parameters']['llm_calls']} LLM calls"])
+                                  f"{state['parameters']['llm_calls']} LLM calls",
+                                  checks_summary(state["parameters"])])
 
     def _vote(self, texts, labels, layout: Layout, step: dict, ctx: RunContext, emb,
               x_cand: np.ndarray, folds: np.ndarray, queried: np.ndarray) -> np.ndarray:
