@@ -10,8 +10,10 @@ from dptext.llm import (
     DocumentOptions,
     PromptBuilder,
     RunStats,
+    complete_checked,
     generate_documents,
     make_backend,
+    reseeding,
     run_prompts,
 )
 from dptext.llm.openai import build_request
@@ -216,6 +218,17 @@ def test_a_refusal_is_retried_and_meta_text_stripped_and_counted():
                               stats=stats)
     assert docs[0].text == NEWS.strip()
     assert (stats.refusals_retried, stats.refusals_left, stats.meta_stripped) == (1, 0, 1)
+
+
+def test_an_answer_that_stopped_unpunctuated_is_cut_only_where_guessing_is_asked():
+    answer = "The first sentence is here. The second one has no full stop at the end"
+    rec = RecordingBackend(answer=lambda p: answer)
+    prompts = [Prompt.user("Write a tweet.", params=SamplingParams(seed=1))]
+    guessed = complete_checked(reseeding(prompts), 1, rec)
+    whole = complete_checked(reseeding(prompts), 1, rec,
+                             DocumentOptions(guess_truncation=False))  # Aug-PE, PATE
+    assert guessed[0].text == "The first sentence is here."
+    assert whole[0].text == answer
 
 
 def test_checks_can_be_switched_off():

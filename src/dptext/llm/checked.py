@@ -27,6 +27,9 @@ PromptFor = Callable[[int, int], Prompt]
 @dataclass
 class DocumentOptions:
     clean: bool = True
+    # clean-up of an answer that stopped by itself without final punctuation: cut back to
+    # its last full sentence (DP-KPS's documents); False: cut only at the token limit
+    guess_truncation: bool = True
     min_coverage: float | None = None  # e.g. 0.5: retry when fewer than half the terms appear
     max_attempts: int = 3              # attempts per text (coverage, loops, refusals)
     concurrency: int = 4
@@ -122,7 +125,9 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
         last = attempt == rounds - 1
         for i, c in zip(pending, comps, strict=True):
             attempts[i] += 1
-            truncated = True if c.finish_reason == "length" else None
+            # at the token limit: truncated; stopped by itself: guessed, or taken as whole
+            truncated = (True if c.finish_reason == "length"
+                         else None if opts.guess_truncation else False)
             text = clean_completion(c.text, truncated) if opts.clean else c.text
             a = _check(text, keyphrases[i] if keyphrases else None, opts)
             if best[i] is None or a.rank() > best[i].rank():  # type: ignore[union-attr]

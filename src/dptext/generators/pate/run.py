@@ -272,7 +272,8 @@ class PateGenerator(BaseGenerator):
         ctx.say(f"public generator: {len(prompts)} candidate prompts to {ctx.llm.identity}")
         # loops and refusals asked again, as DP-KPS's documents are
         written = complete_checked(reseeding(prompts), len(prompts), ctx.llm,
-                                   DocumentOptions(concurrency=ctx.concurrency,
+                                   DocumentOptions(guess_truncation=False,
+                                                   concurrency=ctx.concurrency,
                                                    progress=ctx.progress),
                                    ctx.journal, ctx.cache, ctx.stats, description="candidates")
         folds, queried = _public_split(layout, cfg.seed)
