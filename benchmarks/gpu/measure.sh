@@ -14,7 +14,9 @@
 #      the unfinished one's apart. BATCHED=1 first runs llama-batched-bench (the GPU's
 #      ceiling without HTTP or sampling).
 # usage: measure.sh OUT SECONDS   (SERVER_ARGS, CONC, MAX_TOKENS: the server's size, the
-# requests in flight, the documents' length; the defaults fit a 0.5B model on one large GPU)
+# requests in flight, the documents' length; the defaults fit a 0.5B model on one large GPU;
+# ONLY_ARMS="NAME ...": those arms only; ARM_S, COMPARE_S: seconds per arm and for the
+# comparison, COMPARE_S=0 skips it)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=$1; BUDGET=${2:-480}; T0=$SECONDS; export PYTHONUNBUFFERED=1
@@ -59,13 +61,14 @@ ARMS=("defaults|" "topk-first|--backend-sampling --samplers $TOPK_FIRST"
       "topk-first-no-prompt-cache|--backend-sampling --samplers $TOPK_FIRST --cache-ram 0")
 for arm in "${ARMS[@]}"; do
     name=${arm%%|*}; flags=${arm#*|}
+    [[ " ${ONLY_ARMS:-$name} " == *" $name "* ]] || continue
     serve $flags || { echo "$name: the server did not start"; continue; }
     bench "arm-$name" "$flags" --compare-docs 0
     r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s"
     [ "$r" -gt "$best_rate" ] && { best=$flags; best_rate=$r; }
 done
-if [ "$best_rate" -gt 0 ]; then
-    serve $best && ARM_S=180 bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
+if [ "$best_rate" -gt 0 ] && [ "${COMPARE_S:-180}" -gt 0 ]; then
+    serve $best && ARM_S=${COMPARE_S:-180} bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
 fi
 if [ "$best_rate" -gt 0 ] && [ -n "$(ls /tmp/gpu/jobs)" ]; then
     # a fresh server, not the comparison's: the server slowed as it ran (second lease)
