@@ -208,7 +208,8 @@ def main() -> None:
         print(text)
         if args.record:
             title = ("LLM document stage on a GPU server against the runtime's best (tokens/s)"
-                     if full else "llama-server's sampler arrangements on a GPU (tokens/s)")
+                     if full else f"llama-server's configurations on "
+                                  f"{arms[0]['gpu'].split(',')[0]} (tokens/s)")
             record(args.section, title + (f", {args.render[-1].stem}"
                                           if full and args.section != SECTION else ""), text)
         return
