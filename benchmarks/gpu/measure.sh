@@ -7,7 +7,11 @@
 #      --backend-sampling alone gave x1.22 and dropping DRY a further x1.08); and the same
 #      without the server's prompt cache (--cache-ram 0): after each request it launches,
 #      the server offers every idle slot to that cache, comparing it with every cached
-#      prompt (llama.cpp's source), the suspect for the per-request bound seen there;
+#      prompt (llama.cpp's source), the suspect for the per-request bound seen there
+#      (x1.28 at most on the third lease, within the passes' spread: not the bound). Each
+#      arm also counts the scheduler's re-reservations in the server's log (reserves()),
+#      the next suspect: with --backend-sampling, every request's start and end re-reserve
+#      the graphs before the next decode;
 #   2. dptext's stage against the runtime on the fastest arm (bench_llm_server.py);
 #   3. the offloaded document stages of .gpu/jobs.tar.xz (llm_stage_offload.py write) on the
 #      fastest arm until 40 s before the end; the finished cells' journals packed per seed,
@@ -42,9 +46,15 @@ CONC=${CONC:-256}; MAX_TOKENS=${MAX_TOKENS:-32}
 health() { python3 -c "import urllib.request as u; u.urlopen('$URL'[:-3] + '/health', timeout=5)" 2>/dev/null; }
 serve() {  # llama-server with extra flags "$@", in a session of its own
     pkill -f llama-server; sleep 2
-    setsid nohup $B/llama-server -m $M $SERVER_ARGS --host 127.0.0.1 --port 8080 \
-        "$@" > "/tmp/gpu/server$*.log" 2>&1 < /dev/null &
+    LOG="/tmp/gpu/server$*.log"
+    setsid nohup $B/llama-server -m $M $SERVER_ARGS --host 127.0.0.1 --port 8080 -lv 4 \
+        "$@" > "$LOG" 2>&1 < /dev/null &
     for _ in $(seq 120); do health && return 0; sleep 1; done; return 1
+}
+reserves() {  # the scheduler's re-reservations in the server's log (log level 4): with
+    # --backend-sampling each request's start and end sets its slot's sampler, which marks
+    # the graphs for a full reservation before the next decode (llama.cpp's source)
+    grep 'reserve took' "$LOG" | awk '{n++; ms += $(NF-5)} END {printf "%d reservations, %.0f ms\n", n, ms}'
 }
 TOPK_FIRST="penalties;top_k;dry;top_p;min_p;temperature"
 bench() {  # bench() NAME SERVER-FLAGS [bench_llm_server.py arguments]: one measured arm,
@@ -64,7 +74,7 @@ for arm in "${ARMS[@]}"; do
     [[ " ${ONLY_ARMS:-$name} " == *" $name "* ]] || continue
     serve $flags || { echo "$name: the server did not start"; continue; }
     bench "arm-$name" "$flags" --compare-docs 0
-    r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s"
+    r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s; $(reserves | tee "$R/arm-$name.reserves.txt")"
     [ "$r" -gt "$best_rate" ] && { best=$flags; best_rate=$r; }
 done
 if [ "$best_rate" -gt 0 ] && [ "${COMPARE_S:-180}" -gt 0 ]; then
