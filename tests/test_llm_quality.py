@@ -231,6 +231,15 @@ def test_an_answer_that_stopped_unpunctuated_is_cut_only_where_guessing_is_asked
     assert whole[0].text == answer
 
 
+def test_without_clean_up_an_answer_is_only_stripped_of_surrounding_whitespace():
+    answer = "Sure! Here is a tweet: flu season is early this year"
+    rec = RecordingBackend(answer=lambda p: "\n  " + answer + "\n")
+    prompts = [Prompt.user("Write a tweet.", params=SamplingParams(seed=1))]
+    raw = complete_checked(reseeding(prompts), 1, rec,
+                           DocumentOptions(clean=False, check_meta=False))
+    assert raw[0].text == answer
+
+
 def test_checks_can_be_switched_off():
     rec = RecordingBackend(answer=lambda p: NEWS + LOOP_SENTENCE * 4)
     stats = RunStats()

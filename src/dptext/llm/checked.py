@@ -128,7 +128,7 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
             # at the token limit: truncated; stopped by itself: guessed, or taken as whole
             truncated = (True if c.finish_reason == "length"
                          else None if opts.guess_truncation else False)
-            text = clean_completion(c.text, truncated) if opts.clean else c.text
+            text = clean_completion(c.text, truncated) if opts.clean else c.text.strip()
             a = _check(text, keyphrases[i] if keyphrases else None, opts)
             if best[i] is None or a.rank() > best[i].rank():  # type: ignore[union-attr]
                 best[i] = a
