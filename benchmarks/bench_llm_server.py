@@ -22,7 +22,9 @@ Server configurations side by side (``benchmarks/gpu/measure.sh`` does this): on
 configuration with ``--compare-docs 0`` (the plain clients only; ``--request-extra`` adds
 fields to their requests, e.g. ``'{"dry_multiplier": 0}'`` to see what DRY costs), then
 ``--render ARM.json ... FULL.json``: a table of the arms, each against the first, above the
-full comparison (the one file with ``--compare-docs`` above 0).
+full comparison (the one file with ``--compare-docs`` above 0). Several servers of one
+model, e.g. on one GPU (``--url U1,U2,...``), are measured as one: the plain clients post
+to them in turn, dptext's stage goes through ``pool:`` over them.
 """
 
 from __future__ import annotations
@@ -52,18 +54,27 @@ def post(url: str, body: dict) -> dict:
         return json.loads(r.read())
 
 
-def runtime(url: str, bodies: list[dict], clients: int) -> dict:
-    """Plain HTTP clients, ``clients`` requests in flight."""
+def runtime(urls: list[str], bodies: list[dict], clients: int) -> dict:
+    """Plain HTTP clients, ``clients`` requests in flight; request i goes to server
+    i mod len(urls) (several servers of one model: their shares differ by one at most)."""
     t = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        res = list(pool.map(lambda b: post(f"{url}/chat/completions", b), bodies))
+        res = list(pool.map(lambda ib: post(f"{urls[ib[0] % len(urls)]}/chat/completions",
+                                            ib[1]), enumerate(bodies)))
     wall = time.perf_counter() - t
     return dict(what="runtime", concurrency=clients, docs=len(bodies), wall=wall,
                 prompts=len(bodies),
                 tokens=sum(r["usage"]["completion_tokens"] for r in res))
 
 
-def dptext_stage(url: str, model: str, n: int, max_tokens: int, concurrency: int) -> dict:
+def backend_spec(urls: list[str], model: str) -> str:
+    """dptext's ``--llm`` for these servers: one ``openai:``, or a ``pool:`` of several."""
+    specs = [f"openai:{model}@{u}" for u in urls]
+    return specs[0] if len(specs) == 1 else "pool:" + ",".join(specs)
+
+
+def dptext_stage(urls: list[str], model: str, n: int, max_tokens: int,
+                 concurrency: int) -> dict:
     from types import SimpleNamespace
 
     from dptext.llm import (
@@ -80,7 +91,7 @@ def dptext_stage(url: str, model: str, n: int, max_tokens: int, concurrency: int
     builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
     stats = RunStats()
     t = time.perf_counter()
-    generate_documents(seqs, make_backend(f"openai:{model}@{url}"), builder,
+    generate_documents(seqs, make_backend(backend_spec(urls, model)), builder,
                        DocumentOptions(seed=1, concurrency=concurrency), stats=stats)
     wall = time.perf_counter() - t
     return dict(what="dptext", concurrency=concurrency, docs=n, wall=wall,
@@ -107,15 +118,17 @@ def measure(args) -> dict:
         return [dict(b, **args.request_extra)
                 for b in throughput_bodies(args.model, n, args.max_tokens, "extended")]
 
-    post(f"{args.url}/chat/completions", dict(bodies(1)[0], max_tokens=1))
-    sweep = [show(runtime(args.url, bodies(args.sweep_docs * c), c)) for c in args.concurrency]
+    urls = args.url.split(",")
+    for url in urls:  # warm-up
+        post(f"{url}/chat/completions", dict(bodies(1)[0], max_tokens=1))
+    sweep = [show(runtime(urls, bodies(args.sweep_docs * c), c)) for c in args.concurrency]
     compare = []
     if args.compare_docs:
         best = max(sweep, key=lambda d: d["tok_s"])["concurrency"]
         n = args.compare_docs * best
-        compare = [show(runtime(args.url, bodies(n), best)),
-                   show(dptext_stage(args.url, args.model, n, args.max_tokens, best)),
-                   show(runtime(args.url, bodies(n), best))]
+        compare = [show(runtime(urls, bodies(n), best)),
+                   show(dptext_stage(urls, args.model, n, args.max_tokens, best)),
+                   show(runtime(urls, bodies(n), best))]
     return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
                 max_tokens=args.max_tokens, sweep_docs=args.sweep_docs,
                 compare_docs=args.compare_docs, request_extra=args.request_extra,
@@ -180,7 +193,9 @@ def render(d: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--url", help="the server's API base, e.g. http://127.0.0.1:8080/v1")
+    ap.add_argument("--url", help="the server's API base, e.g. http://127.0.0.1:8080/v1; "
+                    "several, comma-separated: servers of one model, measured together "
+                    "(the plain clients' requests in turn, dptext's stage as a pool:)")
     ap.add_argument("--model", default="qwen2.5-0.5b", help="the model name the server takes")
     ap.add_argument("--concurrency", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--max-tokens", type=int, default=256)

@@ -8,7 +8,9 @@ cannot reach (nor it this one), with only files carried between them.
         --work-dir CELLS --jobs JOBS
     # there (the standard library and src/ are all it needs): dptext's own document stage
     # (generate_documents: the same prompts, seeds, retries and checks) against the server,
-    # every completion journaled to JOURNALS/<cell>.journal.jsonl
+    # every completion journaled to JOURNALS/<cell>.journal.jsonl; --llm may also be a
+    # pool:openai:MODEL@URL1,... of several servers of MODEL (it journals under the jobs'
+    # identity)
     python benchmarks/llm_stage_offload.py write --jobs JOBS --journals JOURNALS \\
         --llm openai:MODEL@http://127.0.0.1:8080/v1 --concurrency 128
     # here: each journal into its cell's folder; then the benchmark itself, with the same
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import json
 import shutil
@@ -126,12 +129,13 @@ def fit(args) -> None:
 def write(args) -> None:
     from dptext.llm import Journal, RunStats, generate_documents, make_backend
 
-    backend = make_backend(args.llm)
+    served = make_backend(args.llm)
     args.journals.mkdir(parents=True, exist_ok=True)
     for path in sorted(args.jobs.glob("*.json"), key=lambda p: _order(p.stem)):
         job = json.loads(path.read_text())
-        if job["llm"] != backend.identity:
-            raise SystemExit(f"{path}: fitted for {job['llm']}, not {backend.identity}")
+        backend = answering_for(served, job["llm"])
+        if backend is None:
+            raise SystemExit(f"{path}: fitted for {job['llm']}, not {served.identity}")
         done = args.journals / f"{job['cell']}.stats.json"
         if done.exists():
             continue
@@ -149,6 +153,19 @@ def write(args) -> None:
         print(f"{job['cell']}: {len(seqs)} documents in {wall:.1f} s, {stats.computed} "
               f"prompts, {stats.completion_tokens} completion tokens "
               f"({stats.completion_tokens / wall:.0f} tokens/s)", flush=True)
+
+
+def answering_for(backend, identity: str):
+    """``backend`` where its identity is the job's; where it is a pool of servers of the
+    job's model (several servers on one GPU: ``--llm pool:openai:MODEL@URL1,...``), a copy
+    that keys the journal with the job's identity, so the cell here reads it; else None."""
+    if backend.identity == identity:
+        return backend
+    if backend.identity == "pool:" + identity.split("@", 1)[0]:
+        alias = copy.copy(backend)
+        alias.identity = identity
+        return alias
+    return None
 
 
 def _order(cell: str) -> tuple:

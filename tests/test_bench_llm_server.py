@@ -1,5 +1,6 @@
-"""The GPU server benchmark's arms table (benchmarks/bench_llm_server.py): each arm's best
-pass, set against the first arm, and only the arms in that table."""
+"""The GPU server benchmark (benchmarks/bench_llm_server.py): the arms table (each arm's
+best pass, set against the first arm, and only the arms in that table), and several
+servers of one model measured as one."""
 
 import json
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_llm_server
+from fault_server import FaultServer
 
 
 def arm(server: str, rates: list[float], **extra) -> dict:
@@ -35,3 +37,16 @@ def test_render_of_arms_alone_prints_their_table(tmp_path, monkeypatch, capsys):
     bench_llm_server.main()
     out = capsys.readouterr().out
     assert "×1.50" in out and "dptext / runtime" not in out
+
+
+def test_several_servers_share_the_plain_clients_and_dptext_pools_them():
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": f"note {i}"}],
+               "max_tokens": 8} for i in range(9)]
+    with FaultServer() as a, FaultServer() as b, FaultServer() as c:
+        urls = [f"{s.url}/v1" for s in (a, b, c)]
+        d = bench_llm_server.runtime(urls, bodies, 4)
+        assert [len(s.ok_prompts) for s in (a, b, c)] == [3, 3, 3]
+    assert d["docs"] == 9 and d["tokens"] == 9 * 20
+    assert bench_llm_server.backend_spec(urls[:1], "m") == f"openai:m@{urls[0]}"
+    assert bench_llm_server.backend_spec(urls[:2], "m") == \
+        f"pool:openai:m@{urls[0]},openai:m@{urls[1]}"

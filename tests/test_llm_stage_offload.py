@@ -18,6 +18,7 @@ from bench_whole_documents import report
 from dptext.llm import DocumentOptions, Journal, PromptBuilder, SamplingParams
 from dptext.llm.documents import first_attempt_seed
 from dptext.llm.prompts import FewShotExample, PromptTemplate
+from fault_server import FaultServer
 from llm_stage_offload import (
     _capture,
     _Captured,
@@ -91,6 +92,24 @@ def test_write_refuses_a_job_fitted_for_another_backend(tmp_path):
     with pytest.raises(SystemExit, match="fitted for other"):
         write(Namespace(llm="recording:", jobs=tmp_path / "jobs", journals=tmp_path / "out",
                         concurrency=2))
+
+
+def test_several_servers_of_the_jobs_model_write_its_journal_under_its_identity(tmp_path):
+    identity = "openai:m@http://127.0.0.1:8080/v1"  # what the cell here was fitted with
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cell-s0.json").write_text(json.dumps(carried("cell-s0", identity)))
+    with FaultServer() as a, FaultServer() as b:
+        pool = f"pool:openai:m@{a.url}/v1,openai:m@{b.url}/v1"
+        write(Namespace(llm=pool, jobs=tmp_path / "jobs", journals=tmp_path / "out",
+                        concurrency=2))
+        with pytest.raises(SystemExit, match="fitted for"):  # a pool of another model
+            write(Namespace(llm=f"pool:openai:other@{a.url}/v1", jobs=tmp_path / "jobs",
+                            journals=tmp_path / "other", concurrency=2))
+    journal = Journal(tmp_path / "out" / "cell-s0.journal.jsonl")
+    c = captured()
+    for i, s in enumerate(SEQS):
+        assert c.builder.build(s.keyphrases, first_attempt_seed(c.options, i)).key(
+            identity) in journal
 
 
 def test_land_takes_unfinished_journals_only_when_asked_and_times_them(tmp_path):

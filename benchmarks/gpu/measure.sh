@@ -11,16 +11,21 @@
 #      (x1.28 at most on the third lease, within the passes' spread: not the bound). Each
 #      arm also counts the scheduler's re-reservations in the server's log (reserves()),
 #      the next suspect: with --backend-sampling, every request's start and end re-reserve
-#      the graphs before the next decode;
+#      the graphs before the next decode; and the -x4 arms: four servers of a quarter of the
+#      slots each on the same GPU, measured as one (the clients in turn, dptext through a
+#      pool:), to see whether the bound is per server process;
 #   2. dptext's stage against the runtime on the fastest arm (bench_llm_server.py);
 #   3. the offloaded document stages of .gpu/jobs.tar.xz (llm_stage_offload.py write) on the
-#      fastest arm until 40 s before the end; the finished cells' journals packed per seed,
+#      fastest arm (several servers: a pool: journaling under the jobs' identity) until 40 s
+#      before the end; the finished cells' journals packed per seed,
 #      the unfinished one's apart. BATCHED=1 first runs llama-batched-bench (the GPU's
 #      ceiling without HTTP or sampling).
-# usage: measure.sh OUT SECONDS   (SERVER_ARGS, CONC, MAX_TOKENS: the server's size, the
-# requests in flight, the documents' length; the defaults fit a 0.5B model on one large GPU;
+# usage: measure.sh OUT SECONDS   (NP, CTX, CONC, MAX_TOKENS: the slots and context over all
+# servers, the requests in flight, the documents' length; SERVER_ARGS: their other flags;
+# the defaults fit a 0.5B model on one large GPU;
 # ONLY_ARMS="NAME ...": those arms only; ARM_S, COMPARE_S: seconds per arm and for the
-# comparison, COMPARE_S=0 skips it)
+# comparison, COMPARE_S=0 skips it; PORT: the first server's port, 8080 as the jobs' --llm
+# names it; the script kills only servers of its own model file)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=$1; BUDGET=${2:-480}; T0=$SECONDS; export PYTHONUNBUFFERED=1
@@ -41,50 +46,70 @@ if [ "${BATCHED:-0}" = 1 ]; then
         -ntg 256 -npl 16,64,128,256 > "$R/batched-bench.txt" 2>&1
     grep '^|' "$R/batched-bench.txt"
 fi
-URL=http://127.0.0.1:8080/v1; SERVER_ARGS=${SERVER_ARGS:--ngl 99 -np 256 -c 262144}
+NP=${NP:-256}; CTX=${CTX:-262144}; SERVER_ARGS=${SERVER_ARGS:--ngl 99}; PORT=${PORT:-8080}
 CONC=${CONC:-256}; MAX_TOKENS=${MAX_TOKENS:-32}
-health() { python3 -c "import urllib.request as u; u.urlopen('$URL'[:-3] + '/health', timeout=5)" 2>/dev/null; }
-serve() {  # llama-server with extra flags "$@", in a session of its own
-    pkill -f llama-server; sleep 2
-    LOG="/tmp/gpu/server$*.log"
-    setsid nohup $B/llama-server -m $M $SERVER_ARGS --host 127.0.0.1 --port 8080 -lv 4 \
-        "$@" > "$LOG" 2>&1 < /dev/null &
-    for _ in $(seq 120); do health && return 0; sleep 1; done; return 1
+healthy() { python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$1/health', timeout=5)" 2>/dev/null; }
+serve() {  # serve NAME N FLAGS...: N llama-servers on the GPU (ports PORT, PORT+1, ...) of
+    # NP/N slots and CTX/N context each, with extra FLAGS, each in a session of its own;
+    # sets URLS (for bench_llm_server.py), SPEC (dptext's --llm: a pool: of several), LOGS
+    local name=$1 n=$2 port; shift 2
+    # SIGKILL: a server told to stop waits for its open connections, and one still bound to
+    # the port would share the next arm's requests
+    pkill -9 -f -- "-m $M " ; sleep 2
+    URLS=""; SPEC=""; LOGS=()
+    for port in $(seq $PORT $((PORT + n - 1))); do
+        LOGS+=("/tmp/gpu/server-$name-$port.log")
+        setsid nohup $B/llama-server -m $M $SERVER_ARGS -np $((NP / n)) -c $((CTX / n)) \
+            --host 127.0.0.1 --port $port -lv 4 "$@" > "${LOGS[-1]}" 2>&1 < /dev/null &
+        disown  # no job notice when the next arm kills it
+        URLS+="${URLS:+,}http://127.0.0.1:$port/v1"
+        SPEC+="${SPEC:+,}openai:qwen2.5-0.5b@http://127.0.0.1:$port/v1"
+    done
+    [ "$n" -gt 1 ] && SPEC="pool:$SPEC"
+    for port in $(seq $PORT $((PORT + n - 1))); do
+        for _ in $(seq 120); do healthy $port && continue 2; sleep 1; done; return 1
+    done
 }
-reserves() {  # the scheduler's re-reservations in the server's log (log level 4): with
+described() { echo "$1 × llama-server $SERVER_ARGS -np $((NP / $1)) -c $((CTX / $1)) $2"; }
+reserves() {  # the scheduler's re-reservations in the servers' logs (log level 4): with
     # --backend-sampling each request's start and end sets its slot's sampler, which marks
     # the graphs for a full reservation before the next decode (llama.cpp's source)
-    grep 'reserve took' "$LOG" | awk '{n++; ms += $(NF-5)} END {printf "%d reservations, %.0f ms\n", n, ms}'
+    cat "${LOGS[@]}" | grep 'reserve took' | awk '{n++; ms += $(NF-5)} END {printf "%d reservations, %.0f ms\n", n, ms}'
 }
 TOPK_FIRST="penalties;top_k;dry;top_p;min_p;temperature"
-bench() {  # bench() NAME SERVER-FLAGS [bench_llm_server.py arguments]: one measured arm,
+bench() {  # bench() NAME N SERVER-FLAGS [bench_llm_server.py arguments]: one measured arm,
     # twice at CONC, the better counting (on the second lease the second pass was slower)
-    local name=$1 flags=$2; shift 2
-    timeout $(cap 200 ${ARM_S:-90}) python3 benchmarks/bench_llm_server.py --url $URL --model qwen2.5-0.5b \
+    local name=$1 n=$2 flags=$3; shift 3
+    timeout $(cap 200 ${ARM_S:-90}) python3 benchmarks/bench_llm_server.py --url $URLS --model qwen2.5-0.5b \
         --concurrency $CONC $CONC --max-tokens $MAX_TOKENS --sweep-docs 1 --commit "$(cat .gpu/commit)" \
-        --server "$(echo llama-server $SERVER_ARGS $flags)" --out "$R/$name.json" "$@" | grep -v '^|'
+        --server "$(described $n "$flags")" --out "$R/$name.json" "$@" | grep -v '^|'
 }
 rate() { python3 -c "import json, sys; print(int(max(r['tok_s'] for r in json.load(open(sys.argv[1]))['sweep'])))" \
     "$1" 2>/dev/null || echo 0; }
-best=""; best_rate=0
-ARMS=("defaults|" "topk-first|--backend-sampling --samplers $TOPK_FIRST"
-      "topk-first-no-prompt-cache|--backend-sampling --samplers $TOPK_FIRST --cache-ram 0")
+best=""; best_n=1; best_rate=0
+# NAME|SERVERS|FLAGS; the -x4 arms: four servers of a quarter of the slots each on the same
+# GPU, each with its own HTTP thread, CPU samplers and scheduler (is the bound per process?)
+ARMS=("defaults|1|" "topk-first|1|--backend-sampling --samplers $TOPK_FIRST"
+      "topk-first-no-prompt-cache|1|--backend-sampling --samplers $TOPK_FIRST --cache-ram 0"
+      "topk-first-x4|4|--backend-sampling --samplers $TOPK_FIRST" "defaults-x4|4|")
 for arm in "${ARMS[@]}"; do
-    name=${arm%%|*}; flags=${arm#*|}
+    IFS='|' read -r name n flags <<< "$arm"
     [[ " ${ONLY_ARMS:-$name} " == *" $name "* ]] || continue
-    serve $flags || { echo "$name: the server did not start"; continue; }
-    bench "arm-$name" "$flags" --compare-docs 0
+    serve $name $n $flags || { echo "$name: the servers did not start"; continue; }
+    bench "arm-$name" $n "$flags" --compare-docs 0
     r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s; $(reserves | tee "$R/arm-$name.reserves.txt")"
-    [ "$r" -gt "$best_rate" ] && { best=$flags; best_rate=$r; }
+    [ "$r" -gt "$best_rate" ] && { best=$flags; best_n=$n; best_rate=$r; }
 done
 if [ "$best_rate" -gt 0 ] && [ "${COMPARE_S:-180}" -gt 0 ]; then
-    serve $best && ARM_S=${COMPARE_S:-180} bench server "$best" --compare-docs 1 | grep 'dptext / runtime'
+    serve compare $best_n $best && ARM_S=${COMPARE_S:-180} bench server $best_n "$best" --compare-docs 1 \
+        | grep 'dptext / runtime'
 fi
 if [ "$best_rate" -gt 0 ] && [ -n "$(ls /tmp/gpu/jobs)" ]; then
-    # a fresh server, not the comparison's: the server slowed as it ran (second lease)
-    serve $best && echo "offload on: llama-server $SERVER_ARGS $best" | tee "$R/offload-server.txt"
+    # fresh servers, not the comparison's: the server slowed as it ran (second lease)
+    serve offload $best_n $best && echo "offload on: $(described $best_n "$best")" | tee "$R/offload-server.txt"
+    # several servers: a pool: that journals under the jobs' own (one-server) identity
     timeout $(until_ 40) python3 benchmarks/llm_stage_offload.py write --jobs /tmp/gpu/jobs \
-        --journals /tmp/gpu/journals --llm openai:qwen2.5-0.5b@$URL --concurrency $CONC
+        --journals /tmp/gpu/journals --llm "$SPEC" --concurrency $CONC
     python3 - "$OUT" <<'PY'
 import glob, os, sys, tarfile
 def pack(name, paths):
