@@ -35,17 +35,23 @@ def flagged(texts: list[str]) -> int:
     return sum(m.refusal or m.stripped for m in map(check_meta, texts))
 
 
+def _lines(path: Path) -> list[str]:
+    """A JSONL file's lines (split at newlines only, as it was written; the file closed)."""
+    with path.open(encoding="utf-8") as f:
+        return list(f)
+
+
 def recheck(name: str, source: Path, work: Path, llm: str, concurrency: int) -> dict:
     m = CELL.match(name)
     if m is None:
         raise SystemExit(f"{name}: not a DP-KPS cell name (CORPUS-kps-epsE-nN-sS)")
-    old = [json.loads(line) for line in (source / name / "synthetic.jsonl").open()]
+    old = [json.loads(line) for line in _lines(source / name / "synthetic.jsonl")]
     folder = work / name
     run = folder / "synthetic.jsonl.run"
     if not run.exists():
         shutil.copytree(source / name / "synthetic.jsonl.run", run)
     journal = run / "journal.jsonl"
-    asked = sum(1 for _ in journal.open())
+    asked = len(_lines(journal))
     data, seed = corpus_data(m["corpus"]), int(m["seed"])
     new, _, _ = generator_documents("kps", data, float(m["eps"]), int(m["per_class"]), seed,
                                     folder, shared_backend(llm), concurrency)
@@ -54,7 +60,7 @@ def recheck(name: str, source: Path, work: Path, llm: str, concurrency: int) -> 
     return {"cell": name, "corpus": m["corpus"], "epsilon": float(m["eps"]), "seed": seed,
             "documents": len(new), "flagged_before": flagged([d["text"] for d in old]),
             "flagged_after": flagged([t for t, _ in new]),
-            "new_llm_calls": sum(1 for _ in journal.open()) - asked,
+            "new_llm_calls": len(_lines(journal)) - asked,
             "accuracy_before": before["accuracy"], "accuracy_after": after["accuracy"]}
 
 
