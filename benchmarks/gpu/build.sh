@@ -3,10 +3,10 @@
 # build its server with CUDA in the background, in a session of its own so that it outlives
 # the call. Flash attention is left out: it halves the build (about 3 minutes on 16 cores).
 # Here, for the CPU server that finishes a cell the lease cut off: GGML_CUDA=OFF (about 8
-# minutes on 2 cores; it moves .gpu/part.* to /tmp/gpu/parts). Where the CPU lists AMX but
-# the VM does not grant it (llama-server dies with "Illegal instruction" after loading the
-# model), also CMAKE_EXTRA="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-# -DGGML_AVX512=ON".
+# minutes on 2 cores; it moves .gpu/part.* to /tmp/gpu/parts). Where the native build dies
+# with "Illegal instruction" after loading the model (here, a VM whose CPU lists AMX and
+# AVX512-FP16; which instruction was not pinned down), build for a fixed set instead:
+# CMAKE_EXTRA="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON".
 cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc
 nvcc --version | tail -1; cmake --version | head -1; python3 --version
