@@ -57,10 +57,10 @@ def post(url: str, body: dict) -> dict:
 def runtime(urls: list[str], bodies: list[dict], clients: int) -> dict:
     """Plain HTTP clients, ``clients`` requests in flight; request i goes to server
     i mod len(urls) (several servers of one model: their shares differ by one at most)."""
+    targets = [f"{urls[i % len(urls)]}/chat/completions" for i in range(len(bodies))]
     t = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        res = list(pool.map(lambda ib: post(f"{urls[ib[0] % len(urls)]}/chat/completions",
-                                            ib[1]), enumerate(bodies)))
+        res = list(pool.map(post, targets, bodies))
     wall = time.perf_counter() - t
     return dict(what="runtime", concurrency=clients, docs=len(bodies), wall=wall,
                 prompts=len(bodies),

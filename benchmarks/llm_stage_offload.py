@@ -159,9 +159,11 @@ def answering_for(backend, identity: str):
     """``backend`` where its identity is the job's; where it is a pool of servers of the
     job's model (several servers on one GPU: ``--llm pool:openai:MODEL@URL1,...``), a copy
     that keys the journal with the job's identity, so the cell here reads it; else None."""
+    from dptext.llm.pool import pool_identity
+
     if backend.identity == identity:
         return backend
-    if backend.identity == "pool:" + identity.split("@", 1)[0]:
+    if backend.identity == pool_identity([identity]):
         alias = copy.copy(backend)
         alias.identity = identity
         return alias

@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from dptext.llm.base import LLMBackend, http_options, make_backend, register_backend
 from dptext.llm.errors import BackendSpecError, LLMError
 from dptext.llm.types import Completion, Prompt
+
+
+def pool_identity(identities: Iterable[str]) -> str:
+    """A pool's identity from its members': their models without the endpoints."""
+    return "pool:" + ",".join(sorted({i.split("@", 1)[0] for i in identities}))
 
 
 class PoolBackend:
@@ -30,8 +35,7 @@ class PoolBackend:
             raise BackendSpecError("an LLM pool needs at least one member")
         self.members = list(members)
         self.cooldown = cooldown
-        models = sorted({m.identity.split("@", 1)[0] for m in self.members})
-        self.identity = "pool:" + ",".join(models)
+        self.identity = pool_identity(m.identity for m in self.members)
         self._room = [max(1, getattr(m, "max_concurrency", 1)) for m in self.members]
         self.max_concurrency = sum(self._room)
         self._busy = [0] * len(self.members)
