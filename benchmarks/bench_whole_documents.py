@@ -43,7 +43,7 @@ a killed run continues without new noise or repeated prompts); finished cells (i
 results file) are skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs,
 so LLM jobs sharing a machine take turns. Run it under ``nice``, one LLM job per core
 (``DPTEXT_LLM_THREADS``). ``--report`` only renders what exists; the table names every
-cell of the requested design that has not run.
+cell of the requested design that has not run, by ``--llm`` or any ``--also-llm``.
 
     nice -n 10 python benchmarks/bench_whole_documents.py --corpora bbc-news \\
         --methods real,kps,floor --epsilons 3,6 --seeds 0,1,2 --per-class 100
@@ -420,6 +420,8 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
         return ""
     table = [[*cell_line(*group[:4], cell), f"`{group[4]}`"]
              for group, cell in sorted(others.items(), key=group_order)]
+    commands = sorted({r["command"] for cell in others.values() for r in cell
+                       if not is_summary(r)})
     return ("\n\n**The same model served by llama.cpp's server.** Cells whose document "
             "stage went through the OpenAI-compatible backend to `llama-server` serving the "
             "same GGUF weights, with top-k moved before DRY (`docs/llm.md`): on a GPU "
@@ -429,7 +431,9 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
             "the CPU build of the same llama.cpp). Same prompts, another runtime and sampler "
             "order than `local:`, so not the same samples. Wall hours: the fit, the LLM "
             "stage and the scoring, wherever each ran; not comparable with the table above."
-            "\n\n" + markdown_table([*COLUMNS, "LLM"], table))
+            + (" Computed by: " + "; ".join(f"`{c}`" for c in commands) + "." if commands
+               else "")
+            + "\n\n" + markdown_table([*COLUMNS, "LLM"], table))
 
 
 def report(rows: list[dict], args) -> str:
@@ -447,7 +451,8 @@ def report(rows: list[dict], args) -> str:
     table = [cell_line(*group, cell) for group, cell in sorted(got.items(), key=group_order)]
     done = done_keys(rows)
     missing = [c for c in design(args)
-               if key(*c, args.per_class, args.llm) not in done]
+               if all(key(*c, args.per_class, llm) not in done
+                      for llm in [args.llm, *args.also_llm])]
     seeds_missing: dict[tuple, list[int]] = {}
     for c, m, e, s in missing:
         seeds_missing.setdefault((c, m, e), []).append(s)
@@ -475,7 +480,8 @@ def report(rows: list[dict], args) -> str:
         + markdown_table(COLUMNS, table)
         + augpe_against_kps(got)
         + also_llm_table(others)
-        + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet):"
+        + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet) "
+        "by any LLM above:"
         + ("\n\n" + "\n".join(lines) if lines else " none.")
     )
 

@@ -156,6 +156,8 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
     main, _, elsewhere = text.partition("The same model served by llama.cpp")
     assert "0.500" not in main and "0.500 (1 seed)" in elsewhere
     assert "`openai:m@u`" in elsewhere
-    assert "banking77 / kps / ε = 6 / seed 0" in text  # not done for the main LLM
-    assert "served by llama.cpp" not in report([row("openai:m@u", 0.5)],
-                                      Namespace(**{**vars(args), "also_llm": []}))
+    assert "Computed by: `c`." in elsewhere
+    assert "banking77 / kps / ε = 6 / seed 0" not in text  # run, if only served
+    alone = Namespace(**{**vars(args), "also_llm": []})
+    assert "banking77 / kps / ε = 6 / seed 0" in report([row("openai:m@u", 0.5)], alone)
+    assert "served by llama.cpp" not in report([row("openai:m@u", 0.5)], alone)
