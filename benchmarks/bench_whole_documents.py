@@ -62,6 +62,7 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -413,6 +414,12 @@ def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
             f"{1000 * p['hours'] / docs:.2f}" if priced else "–"]
 
 
+def computed_by(rows: Iterable[dict]) -> str:
+    """The commands that computed these cell rows (summary rows have none), in backticks."""
+    return "; ".join(f"`{c}`" for c in sorted({r["command"] for r in rows
+                                                if not is_summary(r)}))
+
+
 def also_llm_table(others: dict[tuple, list[dict]]) -> str:
     """The cells whose LLM stage ran on a GPU server (``llm_stage_offload.py``): the same
     model, served there by llama.cpp's server."""
@@ -420,8 +427,7 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
         return ""
     table = [[*cell_line(*group[:4], cell), f"`{group[4]}`"]
              for group, cell in sorted(others.items(), key=group_order)]
-    commands = sorted({r["command"] for cell in others.values() for r in cell
-                       if not is_summary(r)})
+    commands = computed_by(r for cell in others.values() for r in cell)
     return ("\n\n**The same model served by llama.cpp's server.** Cells whose document "
             "stage went through the OpenAI-compatible backend to `llama-server` serving the "
             "same GGUF weights, with top-k moved before DRY (`docs/llm.md`): on a GPU "
@@ -431,8 +437,7 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
             "the CPU build of the same llama.cpp). Same prompts, another runtime and sampler "
             "order than `local:`, so not the same samples. Wall hours: the fit, the LLM "
             "stage and the scoring, wherever each ran; not comparable with the table above."
-            + (" Computed by: " + "; ".join(f"`{c}`" for c in commands) + "." if commands
-               else "")
+            + (f" Computed by: {commands}." if commands else "")
             + "\n\n" + markdown_table([*COLUMNS, "LLM"], table))
 
 
@@ -461,11 +466,11 @@ def report(rows: list[dict], args) -> str:
              for (c, m, e), s in sorted(seeds_missing.items(),
                                         key=lambda kv: report_order(*kv[0]))]
     mine = [r for r in rows if r["llm"] == args.llm]
-    commands = sorted({r["command"] for r in mine if not is_summary(r)})
+    commands = computed_by(mine)
     sources = sorted({r["source"] for r in mine if is_summary(r)})
     return (
         ("Cells computed by (resumable, under `nice`): "
-         + "; ".join(f"`{c}`" for c in commands) + ". " if commands else "")
+         + commands + ". " if commands else "")
         + "".join(f"Seeds carried from {s}. " for s in sources)
         + f"Every cell: `{RESULTS.relative_to(RESULTS.parents[2])}`. LLM: `{args.llm}`; "
         "\"per class\": documents per class requested (InvisibleInk: at most n // 7 for a "
