@@ -25,14 +25,24 @@ fields to their requests, e.g. ``'{"dry_multiplier": 0}'`` to see what DRY costs
 full comparison (the one file with ``--compare-docs`` above 0). Several servers of one
 model, e.g. on one GPU (``--url U1,U2,...``), are measured as one: the plain clients post
 to them in turn, dptext's stage goes through ``pool:`` over them.
+
+The client's own ceiling (``--stand-in`` in place of ``--url``): the same comparison against
+a server that answers at once (the tests' ``FaultServer`` in a process of its own, every
+answer valid), so the rates are what dptext's stage and the plain clients manage with no
+model behind them. Every measurement also records its process's CPU seconds (all
+threads), so "client CPU ms per document" says what one document costs the client; dptext's
+stage journals every completion (fsync'ed) as a run does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +52,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from bench_llm import SEQS, throughput_bodies
-from record import commit, markdown_table, record
+from record import commit, machine, markdown_table, record
 
 SECTION = "llm-throughput-server"
+STAND_IN = "stand-in: tests/fault_server.py's FaultServer, every answer at once"
+# runs the stand-in in a process of its own (not sharing the client's interpreter lock)
+SERVE_STAND_IN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from fault_server import FaultServer
+with FaultServer(max_seconds=float(sys.argv[2])) as server:
+    print(server.port, flush=True)
+    server.dead.wait()
+"""
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far, all threads, user and system."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def post(url: str, body: dict) -> dict:
@@ -58,12 +84,12 @@ def runtime(urls: list[str], bodies: list[dict], clients: int) -> dict:
     """Plain HTTP clients, ``clients`` requests in flight; request i goes to server
     i mod len(urls) (several servers of one model: their shares differ by one at most)."""
     targets = [f"{urls[i % len(urls)]}/chat/completions" for i in range(len(bodies))]
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), cpu_seconds()
     with ThreadPoolExecutor(clients) as pool:
         res = list(pool.map(post, targets, bodies))
     wall = time.perf_counter() - t
     return dict(what="runtime", concurrency=clients, docs=len(bodies), wall=wall,
-                prompts=len(bodies),
+                prompts=len(bodies), client_cpu_s=cpu_seconds() - cpu,
                 tokens=sum(r["usage"]["completion_tokens"] for r in res))
 
 
@@ -79,6 +105,7 @@ def dptext_stage(urls: list[str], model: str, n: int, max_tokens: int,
 
     from dptext.llm import (
         DocumentOptions,
+        Journal,
         PromptBuilder,
         RunStats,
         SamplingParams,
@@ -90,13 +117,28 @@ def dptext_stage(urls: list[str], model: str, n: int, max_tokens: int,
             for i in range(n)]
     builder = PromptBuilder("medical record", params=SamplingParams(max_tokens=max_tokens))
     stats = RunStats()
-    t = time.perf_counter()
-    generate_documents(seqs, make_backend(backend_spec(urls, model)), builder,
-                       DocumentOptions(seed=1, concurrency=concurrency), stats=stats)
-    wall = time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as tmp:
+        t, cpu = time.perf_counter(), cpu_seconds()
+        generate_documents(seqs, make_backend(backend_spec(urls, model)), builder,
+                           DocumentOptions(seed=1, concurrency=concurrency),
+                           Journal(Path(tmp) / "journal.jsonl"), stats=stats)
+        wall, cpu = time.perf_counter() - t, cpu_seconds() - cpu
     return dict(what="dptext", concurrency=concurrency, docs=n, wall=wall,
-                prompts=stats.computed, tokens=stats.completion_tokens,
+                prompts=stats.computed, tokens=stats.completion_tokens, client_cpu_s=cpu,
                 quality=stats.quality_summary())
+
+
+@contextlib.contextmanager
+def stand_in(seconds: float):
+    """The URL of a stand-in server (its own process) that lives at most ``seconds``."""
+    tests = Path(__file__).resolve().parents[1] / "tests"
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_STAND_IN, str(tests), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}/v1"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def gpu_name() -> str:
@@ -129,7 +171,8 @@ def measure(args) -> dict:
         compare = [show(runtime(urls, bodies(n), best)),
                    show(dptext_stage(urls, args.model, n, args.max_tokens, best)),
                    show(runtime(urls, bodies(n), best))]
-    return dict(model=args.model, url=args.url, server=args.server, gpu=gpu_name(),
+    where = f"this machine ({machine()})" if args.server == STAND_IN else gpu_name()
+    return dict(model=args.model, url=args.url, server=args.server, gpu=where,
                 max_tokens=args.max_tokens, sweep_docs=args.sweep_docs,
                 compare_docs=args.compare_docs, request_extra=args.request_extra,
                 sweep=sweep, compare=compare, commit=args.commit or commit())
@@ -159,8 +202,10 @@ def render_arms(arms: list[dict]) -> str:
 
 def render(d: dict) -> str:
     def row(what: str, r: dict) -> list:
+        cpu = f"{1000 * r['client_cpu_s'] / r['docs']:.2f}" if "client_cpu_s" in r else "—"
         return [what, r["concurrency"], r["docs"], r["prompts"], r["tokens"],
-                f"{r['wall']:.1f}", f"{r['tok_s']:.0f}", f"{3600 * r['docs'] / r['wall']:,.0f}"]
+                f"{r['wall']:.1f}", f"{r['tok_s']:.0f}", f"{3600 * r['docs'] / r['wall']:,.0f}",
+                cpu]
 
     first, ours, again = d["compare"]
     earlier = d.get("earlier_sweep")
@@ -177,7 +222,8 @@ def render(d: dict) -> str:
             f"document(s) per client in the sweep, {d.get('compare_docs', 3)} in the "
             "comparison.\n\n"
             + markdown_table(["what", "requests in flight", "docs", "prompts",
-                              "completion tokens", "wall s", "tokens/s", "docs/hour"], rows)
+                              "completion tokens", "wall s", "tokens/s", "docs/hour",
+                              "client CPU ms/doc"], rows)
             + f"\n\n**dptext / runtime's best: {ours['tok_s'] / top:.0%} in tokens/s** (against "
             f"the better of the runtime measurements just before and after it, at "
             f"{ours['concurrency']} requests in flight). dptext's stage: {ours['prompts']} "
@@ -196,6 +242,9 @@ def main() -> None:
     ap.add_argument("--url", help="the server's API base, e.g. http://127.0.0.1:8080/v1; "
                     "several, comma-separated: servers of one model, measured together "
                     "(the plain clients' requests in turn, dptext's stage as a pool:)")
+    ap.add_argument("--stand-in", action="store_true",
+                    help="in place of --url: a server that answers at once (the client's "
+                         "ceiling)")
     ap.add_argument("--model", default="qwen2.5-0.5b", help="the model name the server takes")
     ap.add_argument("--concurrency", type=int, nargs="*", default=[16, 64, 128, 256])
     ap.add_argument("--max-tokens", type=int, default=256)
@@ -222,15 +271,22 @@ def main() -> None:
                             + [render(d) for d in full])
         print(text)
         if args.record:
-            title = ("LLM document stage on a GPU server against the runtime's best (tokens/s)"
+            title = ("dptext's document stage against a server that answers at once (the "
+                     "client's ceiling)" if full and full[-1]["server"] == STAND_IN else
+                     "LLM document stage on a GPU server against the runtime's best (tokens/s)"
                      if full else f"llama-server's configurations on "
                                   f"{arms[0]['gpu'].split(',')[0]} (tokens/s)")
             record(args.section, title + (f", {args.render[-1].stem}"
                                           if full and args.section != SECTION else ""), text)
         return
-    if not args.url:
-        raise SystemExit("give --url (the server to measure) or --render FILE")
-    d = measure(args)
+    if args.stand_in:
+        args.server = STAND_IN
+        with stand_in(3600) as args.url:
+            d = measure(args)
+    elif not args.url:
+        raise SystemExit("give --url (the server to measure), --stand-in or --render FILE")
+    else:
+        d = measure(args)
     if args.out:
         args.out.write_text(json.dumps(d, indent=1))
     print(render(d) if d["compare"] else render_arms([d]))

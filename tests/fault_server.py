@@ -142,6 +142,8 @@ class FaultServer:
                         threading.Thread(target=outer._die, daemon=True).start()
 
         class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # many clients connecting at once are not refused
+
             def handle_error(self, request, client_address):
                 pass  # a client that hung up on an injected fault is expected
 

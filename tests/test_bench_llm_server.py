@@ -50,3 +50,17 @@ def test_several_servers_share_the_plain_clients_and_dptext_pools_them():
     assert bench_llm_server.backend_spec(urls[:1], "m") == f"openai:m@{urls[0]}"
     assert bench_llm_server.backend_spec(urls[:2], "m") == \
         f"pool:openai:m@{urls[0]},openai:m@{urls[1]}"
+
+
+def test_stand_in_measures_the_clients_alone(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "stand-in.json"
+    monkeypatch.setattr(sys, "argv", ["bench_llm_server.py", "--stand-in", "--concurrency", "4",
+                                      "--sweep-docs", "2", "--compare-docs", "2",
+                                      "--max-tokens", "8", "--out", str(out)])
+    bench_llm_server.main()
+    d = json.loads(out.read_text())
+    assert d["server"] == bench_llm_server.STAND_IN and d["gpu"].startswith("this machine")
+    ours = d["compare"][1]
+    assert ours["what"] == "dptext" and ours["prompts"] == ours["docs"] == 8
+    assert all(r["client_cpu_s"] > 0 for r in d["sweep"] + d["compare"])
+    assert "client CPU ms/doc" in capsys.readouterr().out
