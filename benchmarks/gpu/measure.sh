@@ -8,12 +8,13 @@
 #      without the server's prompt cache (--cache-ram 0): after each request it launches,
 #      the server offers every idle slot to that cache, comparing it with every cached
 #      prompt (llama.cpp's source), the suspect for the per-request bound seen there
-#      (x1.28 at most on the third lease, within the passes' spread: not the bound). Each
-#      arm also counts the scheduler's re-reservations in the server's log (reserves()),
-#      the next suspect: with --backend-sampling, every request's start and end re-reserve
-#      the graphs before the next decode; and the -x4 arms: four servers of a quarter of the
-#      slots each on the same GPU, measured as one (the clients in turn, dptext through a
-#      pool:), to see whether the bound is per server process;
+#      (x1.28 at most on the third lease, within the passes' spread: not the bound); and
+#      the -x4 arms: four servers of a quarter of the slots each on the same GPU, measured
+#      as one (the clients in turn, dptext through a pool:): x2.27 on the fourth lease, so
+#      the bound is per server process (the scheduler's re-reservations, counted in the
+#      servers' logs there, took about 1 % of the time: not the bound). SWEEP_DOCS
+#      requests per client (default 1: one wave of CONC requests; 3 or more: a stream, each
+#      request starting as another ends, as in a run, which ran at half the wave's rate);
 #   2. dptext's stage against the runtime on the fastest arm (bench_llm_server.py);
 #   3. the offloaded document stages of .gpu/jobs.tar.xz (llm_stage_offload.py write) on the
 #      fastest arm (several servers: a pool: journaling under the jobs' identity) until 40 s
@@ -23,7 +24,8 @@
 # usage: measure.sh OUT SECONDS   (NP, CTX, CONC, MAX_TOKENS: the slots and context over all
 # servers, the requests in flight, the documents' length; SERVER_ARGS: their other flags;
 # the defaults fit a 0.5B model on one large GPU;
-# ONLY_ARMS="NAME ...": those arms only; ARM_S, COMPARE_S: seconds per arm and for the
+# ONLY_ARMS="NAME ...": those arms only; SWEEP_DOCS: requests per client in an arm;
+# ARM_S, COMPARE_S: seconds per arm and for the
 # comparison, COMPARE_S=0 skips it; PORT: the first server's port, 8080 as the jobs' --llm
 # names it; the script kills only servers of its own model file)
 set -u
@@ -51,16 +53,15 @@ CONC=${CONC:-256}; MAX_TOKENS=${MAX_TOKENS:-32}
 healthy() { python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$1/health', timeout=5)" 2>/dev/null; }
 serve() {  # serve NAME N FLAGS...: N llama-servers on the GPU (ports PORT, PORT+1, ...) of
     # NP/N slots and CTX/N context each, with extra FLAGS, each in a session of its own;
-    # sets URLS (for bench_llm_server.py), SPEC (dptext's --llm: a pool: of several), LOGS
+    # sets URLS (for bench_llm_server.py) and SPEC (dptext's --llm: a pool: of several)
     local name=$1 n=$2 port; shift 2
     # SIGKILL: a server told to stop waits for its open connections, and one still bound to
     # the port would share the next arm's requests
     pkill -9 -f -- "-m $M " ; sleep 2
-    URLS=""; SPEC=""; LOGS=()
+    URLS=""; SPEC=""
     for port in $(seq $PORT $((PORT + n - 1))); do
-        LOGS+=("/tmp/gpu/server-$name-$port.log")
         setsid nohup $B/llama-server -m $M $SERVER_ARGS -np $((NP / n)) -c $((CTX / n)) \
-            --host 127.0.0.1 --port $port -lv 4 "$@" > "${LOGS[-1]}" 2>&1 < /dev/null &
+            --host 127.0.0.1 --port $port "$@" > "/tmp/gpu/server-$name-$port.log" 2>&1 < /dev/null &
         disown  # no job notice when the next arm kills it
         URLS+="${URLS:+,}http://127.0.0.1:$port/v1"
         SPEC+="${SPEC:+,}openai:qwen2.5-0.5b@http://127.0.0.1:$port/v1"
@@ -71,17 +72,12 @@ serve() {  # serve NAME N FLAGS...: N llama-servers on the GPU (ports PORT, PORT
     done
 }
 described() { echo "$1 × llama-server $SERVER_ARGS -np $((NP / $1)) -c $((CTX / $1)) $2"; }
-reserves() {  # the scheduler's re-reservations in the servers' logs (log level 4): with
-    # --backend-sampling each request's start and end sets its slot's sampler, which marks
-    # the graphs for a full reservation before the next decode (llama.cpp's source)
-    cat "${LOGS[@]}" | grep 'reserve took' | awk '{n++; ms += $(NF-5)} END {printf "%d reservations, %.0f ms\n", n, ms}'
-}
 TOPK_FIRST="penalties;top_k;dry;top_p;min_p;temperature"
 bench() {  # bench() NAME N SERVER-FLAGS [bench_llm_server.py arguments]: one measured arm,
     # twice at CONC, the better counting (on the second lease the second pass was slower)
     local name=$1 n=$2 flags=$3; shift 3
     timeout $(cap 200 ${ARM_S:-90}) python3 benchmarks/bench_llm_server.py --url $URLS --model qwen2.5-0.5b \
-        --concurrency $CONC $CONC --max-tokens $MAX_TOKENS --sweep-docs 1 --commit "$(cat .gpu/commit)" \
+        --concurrency $CONC $CONC --max-tokens $MAX_TOKENS --sweep-docs ${SWEEP_DOCS:-1} --commit "$(cat .gpu/commit)" \
         --server "$(described $n "$flags")" --out "$R/$name.json" "$@" | grep -v '^|'
 }
 rate() { python3 -c "import json, sys; print(int(max(r['tok_s'] for r in json.load(open(sys.argv[1]))['sweep'])))" \
@@ -97,7 +93,7 @@ for arm in "${ARMS[@]}"; do
     [[ " ${ONLY_ARMS:-$name} " == *" $name "* ]] || continue
     serve $name $n $flags || { echo "$name: the servers did not start"; continue; }
     bench "arm-$name" $n "$flags" --compare-docs 0
-    r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s; $(reserves | tee "$R/arm-$name.reserves.txt")"
+    r=$(rate "$R/arm-$name.json"); echo "$name: $r tokens/s"
     [ "$r" -gt "$best_rate" ] && { best=$flags; best_n=$n; best_rate=$r; }
 done
 if [ "$best_rate" -gt 0 ] && [ "${COMPARE_S:-180}" -gt 0 ]; then

@@ -21,10 +21,12 @@
 # On an H200 (second lease) the machine's start and the calls up to measure.sh took 81 s of
 # device time, the calls 5 s each; the build ended 2.5 minutes after it began, while
 # measure.sh waited. llama-server runs in a session of its own, so a follow-up call on the
-# still-warm machine can go on writing (llm_stage_offload.py write resumes its journals).
+# still-warm machine, made at once (it goes back after about 30 s idle), goes on writing:
+#   bash benchmarks/gpu/more.sh OUT S       (llm_stage_offload.py write resumes its journals)
 # Back here: bench_llm_server.py --render OUT/server-ARM.json --record; the journals: unpack
 # OUT/journals-s*.tar.xz into one folder (journals-unfinished.tar.xz: the cell stopped by the
-# deadline, to be finished elsewhere against a server of the same model), then llm_stage_offload.py land and
+# deadline, to be finished elsewhere against a server of the same model; more.sh's
+# journals-more.tar.xz holds them all, newer), then llm_stage_offload.py land and
 # bench_whole_documents.py with the cells' --llm and --work-dir (llm_stage_offload.py says how).
 set -euo pipefail
 MODEL=${MODEL:-qwen2.5-0.5b}; PART_MB=${PART_MB:-55}; PY=${PY:-.venv/bin/python}
