@@ -10,7 +10,7 @@
 #      prompt (llama.cpp's source), the suspect for the per-request bound seen there
 #      (x1.28 at most on the third lease, within the passes' spread: not the bound); and
 #      the -x4 arms: four servers of a quarter of the slots each on the same GPU, measured
-#      as one (the clients in turn, dptext through a pool:): x2.27 on the fourth lease, so
+#      as one (the clients in turn, dptext through a pool:): x2.28 on the fourth lease, so
 #      the bound is per server process (the scheduler's re-reservations, counted in the
 #      servers' logs there, took about 1 % of the time: not the bound). SWEEP_DOCS
 #      requests per client (default 1: one wave of CONC requests; 3 or more: a stream, each
