@@ -103,6 +103,7 @@ fi
 if [ "$best_rate" -gt 0 ] && [ -n "$(ls /tmp/gpu/jobs)" ]; then
     # fresh servers, not the comparison's: the server slowed as it ran (second lease)
     serve offload $best_n $best && echo "offload on: $(described $best_n "$best")" | tee "$R/offload-server.txt"
+    echo "$SPEC" > /tmp/gpu/offload-spec  # the --llm of these servers, for more.sh
     # several servers: a pool: that journals under the jobs' own (one-server) identity
     timeout $(until_ 40) python3 benchmarks/llm_stage_offload.py write --jobs /tmp/gpu/jobs \
         --journals /tmp/gpu/journals --llm "$SPEC" --concurrency $CONC
