@@ -207,6 +207,10 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
     if method == "augpe":
         row["by_iteration"] = augpe_by_iteration(folder, data, seed, calls)
+    if method == "invisibleink":
+        from peers import invisibleink
+
+        row["written_on"] = invisibleink.written_on(folder)
     return row
 
 
@@ -441,6 +445,33 @@ def also_llm_table(others: dict[tuple, list[dict]]) -> str:
             + "\n\n" + markdown_table([*COLUMNS, "LLM"], table))
 
 
+def peer_note(got: dict[tuple, list[dict]]) -> str:
+    """Where InvisibleInk's documents were written (its cells' ``written_on``): its wall
+    hours are its processes' seconds there, not this machine's."""
+    lines = []
+    for (corpus, method, eps, _), cell in sorted(got.items(), key=group_order):
+        where: dict[str, int] = {}
+        for r in cell:
+            for device, n in r.get("written_on", {}).items():
+                where[device] = where.get(device, 0) + n
+        if method == "invisibleink" and where:
+            lines.append(f"* {corpus}, ε = {eps:g}: " + ", ".join(
+                f"{n:,} documents on {'this machine' if d == 'cpu' else 'a lent ' + d}"
+                for d, n in sorted(where.items(), key=lambda kv: -kv[1])))
+    if not lines:
+        return ""
+    return ("\n\n**Where InvisibleInk wrote.** "
+            "Its cells were written on a GPU (`benchmarks/peers/invisibleink_offload.py`: one"
+            " runner process per class, 14 at a time sharing the GPU, as "
+            "`benchmarks/gpu/peer.sh` runs them; what the lease left unwritten was finished "
+            "here on one core) and scored here. Its wall hours are the sum of its processes' "
+            "seconds (model loads included) plus the scoring: on a GPU that 14 processes "
+            "share, not this machine's CPU time as in the other rows. Its ε is InvisibleInk's"
+            " own accounting (each document a zCDP composition over its tokens; parallel over"
+            " disjoint references)."
+            "\n\n" + "\n".join(lines))
+
+
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run. The rows of ``args.also_llm`` (the
@@ -483,6 +514,7 @@ def report(rows: list[dict], args) -> str:
         "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
         "this machine).\n\n"
         + markdown_table(COLUMNS, table)
+        + peer_note(got)
         + augpe_against_kps(got)
         + also_llm_table(others)
         + f"\n\nCells of the requested design ({args.per_class} per class) not run (yet) "

@@ -10,7 +10,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from bench_whole_documents import Pooled, augpe_against_kps, augpe_curve, done_keys, pooled_cell
+from bench_whole_documents import (
+    Pooled,
+    augpe_against_kps,
+    augpe_curve,
+    done_keys,
+    peer_note,
+    pooled_cell,
+)
 
 
 def summary(values, **extra) -> dict:
@@ -95,3 +102,13 @@ def test_augpe_is_priced_at_the_first_iteration_reaching_dp_kps():
 
 def test_no_augpe_curve_no_section():
     assert augpe_against_kps({("c", "kps", 6.0, 100): [{"seed": 0}]}) == ""
+
+
+def test_the_peer_note_sums_where_its_seeds_were_written():
+    cell = [{"written_on": {"NVIDIA H100 80GB HBM3": 240, "cpu": 1}},
+            {"written_on": {"NVIDIA H100 80GB HBM3": 219, "cpu": 22}}]
+    note = peer_note({("bbc-news", "invisibleink", 6.0, 100): cell,
+                      ("bbc-news", "kps", 6.0, 100): [{"seed": 0}]})
+    assert note.endswith("* bbc-news, ε = 6: 459 documents on a lent NVIDIA H100 80GB HBM3, "
+                         "23 documents on this machine")
+    assert peer_note({("bbc-news", "kps", 6.0, 100): [{"seed": 0}]}) == ""

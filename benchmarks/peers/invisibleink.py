@@ -194,6 +194,15 @@ def read_output(path: Path) -> list[tuple[str, str]]:
     return pairs
 
 
+def written_on(work_dir: Path) -> dict[str, int]:
+    """Documents of ``work_dir``'s output by the device that wrote them (its runs)."""
+    meta = Path(work_dir) / "invisibleink.jsonl.meta.json"
+    counts: dict[str, int] = {}
+    for run in json.loads(meta.read_text()).get("runs", []) if meta.exists() else []:
+        counts[run["device"]] = counts.get(run["device"], 0) + run["documents"]
+    return counts
+
+
 def generate(
     texts: Sequence[str],
     labels: Sequence[str],

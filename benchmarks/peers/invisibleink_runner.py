@@ -19,12 +19,19 @@ in the private prompts, one reference. To produce labelled data the description 
 ``"<description>. Category: <label>"`` — the class names are public (declared by the
 benchmark), so this spends no privacy; ``--no-label-in-prompt`` leaves it out.
 
+Sharding: ``--classes`` restricts a run to some classes, so that several processes (one
+GPU shared by many, ``invisibleink_offload.py``) write the classes of one cell side by side,
+each to its own ``--out``; their outputs are merged afterwards in sorted class order, which
+is what one run over every class writes.
+
 Resumable: each document is appended to ``--out`` (and fsynced) as it is finished; a
 restart with the same settings skips the documents already there (same seed, same
-batches). ``--out``.meta.json records per class the documents, seconds (generation only;
-the model load is recorded apart), mean tokens, InvisibleInk's data-dependent
-``epsilon_spent`` per document and whether the cap bound. Progress goes
-to stderr without any text; invink's own chatter is discarded unless ``--verbose``.
+batches), on any device: the settings must match, the runtime need not; ``runs`` in the
+meta file says where each run wrote how many documents. ``--out``.meta.json records per
+class the documents, seconds (generation only; the model load is recorded apart, in
+``runs``), mean tokens, InvisibleInk's data-dependent ``epsilon_spent`` per document and
+whether the cap bound. Progress goes to stderr without any text; invink's own chatter is
+discarded unless ``--verbose``.
 """
 
 from __future__ import annotations
@@ -57,6 +64,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="append 'Category: <label>' to the description (default: on)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the model runs (cuda: the first GPU; float32 on either)")
+    ap.add_argument("--classes", default=None,
+                    help="comma-separated labels: write only these classes (default: all)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--verbose", action="store_true", help="show invink's own output")
     args = ap.parse_args(argv)
@@ -148,10 +159,20 @@ def main(argv: list[str] | None = None) -> int:
 
     install_model_cache(sys.modules["invink.generate"])
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        log("--device cuda, but torch sees no GPU")
+        return 2
     by_label = read_input(args.input)
-    config = {
+    labels = sorted(by_label)
+    if args.classes is not None:
+        wanted = [c for c in args.classes.split(",") if c]
+        unknown = sorted(set(wanted) - set(by_label))
+        if unknown:
+            log(f"--classes {','.join(unknown)}: not a label of {args.input}")
+            return 2
+        labels = sorted(set(wanted))
+    config = {  # the settings a resumed run must share (not the runtime: see "runs")
         "invink": getattr(invink, "__version__", None) or _dist_version("invink"),
-        "torch": torch.__version__,
         "model": args.model_dir.name,
         "epsilon": args.epsilon, "delta": args.delta, "batch_size": args.batch_size,
         "max_tokens": args.max_tokens, "topk": args.topk, "description": args.description,
@@ -165,12 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{args.out} was made with other settings or input; use a new --out")
         return 2
     classes: dict[str, Any] = meta.get("classes", {})
-    meta = {"peer": "InvisibleInk", "config": config, "classes": classes}
+    run = {"device": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+           "torch": torch.__version__, "documents": 0, "seconds": 0.0}
+    meta = {"peer": "InvisibleInk", "config": config, "classes": classes,
+            "runs": [*meta.get("runs", []), run]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     refs = args.batch_size - 1
     sink = sys.stderr if args.verbose else open(os.devnull, "w")  # noqa: SIM115
 
-    for label in sorted(by_label):
+    for label in labels:
         docs = [t for t in (preprocess(x) for x in by_label[label]) if t]
         random.Random(f"{args.seed}\0{label}").shuffle(docs)
         cap = len(docs) // refs
@@ -193,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                     docs[i * refs:(i + 1) * refs], str(args.model_dir), desc,
                     epsilon=args.epsilon, delta=args.delta, num=1, max_toks=args.max_tokens,
                     batch_size=args.batch_size, topk=args.topk, dtype="float32",
-                    device_map=-1, allow_download=False, random_seed=doc_seed(
-                        args.seed, label, i), print_text=False)
+                    device_map=0 if args.device == "cuda" else -1, allow_download=False,
+                    random_seed=doc_seed(args.seed, label, i), print_text=False)
             seconds = time.perf_counter() - t0 - (LOAD_SECONDS[0] - load0)
             with open(args.out, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"text": res.texts[0], "label": label},
@@ -205,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             stats["tokens"].append(int(res.lens[0]))
             stats["seconds_per_document"].append(round(seconds, 3))
             have = i + 1
+            run["documents"] += 1
+            run["seconds"] = round(run["seconds"] + seconds, 3)
             _summarise(stats, have)
             write_json(meta_path, meta)
             log(f"class {label!r}: document {have}/{target}, {res.lens[0]} tokens, "
@@ -214,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     spent = [e for s in classes.values() for e in s.get("epsilon_spent", [])]
     meta["epsilon_guarantee"] = max(spent, default=0.0)  # parallel composition: the max
     meta["delta"] = args.delta
-    meta["model_load_seconds_last_run"] = round(LOAD_SECONDS[0], 3)
+    run["load_seconds"] = round(LOAD_SECONDS[0], 3)
     write_json(meta_path, meta)
     log(f"done: {sum(s['documents'] for s in classes.values())} documents in {args.out}")
     return 0

@@ -1,0 +1,214 @@
+"""Carry InvisibleInk's cells to a GPU machine and back: the peer's generation only.
+
+On one core InvisibleInk writes a 64-token BBC document in about 100 s (B forward passes per
+token), so its cells of ``bench_whole_documents.py`` need a GPU. One runner process keeps a
+GPU nearly idle (one document at a time, most of each token's time in Python and numpy), so
+``run`` keeps WORKERS of them on one GPU, each writing one class of one cell.
+
+* ``pack`` (here, with dptext): the private training documents of each corpus, written by
+  the same code as the benchmark's own runs (so a cell resumed here has the same input
+  hash), and ``plan.json``: one unit per (cell, class), corpus by corpus in the order given,
+  then ε in the order given, then seed (the first cells finish first).
+* ``run`` (there; standard library only, never dptext): the units through
+  ``invisibleink_runner.py --device cuda --classes LABEL``, WORKERS at a time, each to its
+  own ``WORK/CELL/LABEL.jsonl``. Resumable: the runner skips what a unit has written.
+* ``land`` (here): each cell's units merged into the cell's folder of
+  ``bench_whole_documents.py`` (``invisibleink.jsonl`` in sorted class order, as one run
+  writes it, and its ``.meta.json``); a unit's document whose statistics were not yet
+  written when the machine went back is dropped (the runner writes it again). Then
+  ``bench_whole_documents.py --methods invisibleink`` resumes each cell (on the CPU, for
+  what the GPU did not finish) and scores it.
+
+The private documents travel only to the machine that runs the peer, as they must; they
+are never packed back (``WORK`` holds outputs, statistics and logs without text). Seconds:
+each unit's generation and model-load seconds are in its runs (``runs`` of the meta file);
+``land`` starts the cell's wall clock (``seconds.json``) at their sum, the processes'
+seconds on a GPU shared by WORKERS of them.
+
+    python benchmarks/peers/invisibleink_offload.py pack --corpora bbc-news \\
+        --epsilons 6,1000,3 --seeds 0,1,2 --out .gpu/peer
+    python3 benchmarks/peers/invisibleink_offload.py run --plan .gpu/peer \\
+        --model-dir MODEL --work /tmp/gpu/peer --workers 14          # there
+    python benchmarks/peers/invisibleink_offload.py land --shards WORK --work-dir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUNNER = HERE / "invisibleink_runner.py"
+PLAN = "plan.json"
+
+
+def input_name(corpus: str) -> str:
+    return f"{corpus}.private.jsonl"
+
+
+# ------------------------------------------------------------------ pack (here)
+def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class: int,
+         out: Path) -> dict:
+    """Write ``out/<corpus>.private.jsonl`` and ``out/plan.json``; return the plan."""
+    sys.path.insert(0, str(HERE.parent))
+    import invisibleink
+
+    import bench_whole_documents as bench
+    from synthetic_protocol import load_data
+
+    out.mkdir(parents=True, exist_ok=True)
+    data = {corpus: load_data(corpus) for corpus in corpora}
+    for corpus, d in data.items():
+        invisibleink._write_private(out / input_name(corpus), d.train.texts, d.train.labels)
+    cells = [{"cell": bench.cell_name(corpus, "invisibleink", eps, seed, per_class),
+              "input": input_name(corpus), "labels": list(d.classes),
+              "args": ["--per-class", str(per_class), "--epsilon", str(eps), "--delta",
+                       str(bench.DELTA), "--max-tokens", str(d.max_tokens),
+                       "--description", d.document_type, "--seed", str(seed)]}
+             for corpus, d in data.items() for eps in epsilons for seed in seeds]
+    plan = {"cells": cells}
+    (out / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
+    return plan
+
+
+# ------------------------------------------------------------------ run (there)
+def run(plan_dir: Path, model_dir: Path, work: Path, workers: int, device: str,
+        python: str) -> int:
+    """Every unit of the plan, ``workers`` runner processes at a time; failures counted."""
+    plan = json.loads((plan_dir / PLAN).read_text())
+    units = [(c, label) for c in plan["cells"] for label in c["labels"]]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false", "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}
+    lock, failed, started = threading.Lock(), [], time.time()
+
+    def one(unit: tuple[dict, str]) -> None:
+        cell, label = unit
+        folder = work / cell["cell"]
+        folder.mkdir(parents=True, exist_ok=True)
+        name = label.replace("/", "_")
+        cmd = [python, str(RUNNER), "--input", str(plan_dir / cell["input"]),
+               "--model-dir", str(model_dir), *cell["args"], "--device", device,
+               "--classes", label, "--out", str(folder / f"{name}.jsonl")]
+        with open(folder / f"{name}.log", "a") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=log, env=env).returncode
+        with lock:
+            if rc:
+                failed.append(f"{cell['cell']}/{label}")
+            print(f"[{time.time() - started:6.0f} s] {cell['cell']} / {label}: "
+                  f"{'failed, rc ' + str(rc) if rc else 'done'}", flush=True)
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, units))
+    print(f"{len(units) - len(failed)} of {len(units)} units done"
+          + (f"; failed: {', '.join(failed)}" if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
+# ------------------------------------------------------------------ land (here)
+def _whole(line: str) -> bool:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError:
+        return False  # torn by the machine's going back
+    return True
+
+
+def _kept(out: Path) -> tuple[list[str], dict]:
+    """A unit's lines and meta, cut to the documents whose statistics were written."""
+    meta = json.loads(out.with_name(out.name + ".meta.json").read_text())
+    lines = [line for line in out.read_text(encoding="utf-8").splitlines() if _whole(line)]
+    [(_, stats)] = meta["classes"].items()
+    return lines[:len(stats["tokens"])], meta
+
+
+def land(shards: Path, work_dir: Path) -> list[str]:
+    """Merge each cell's units into ``work_dir/cells/CELL``; the cells landed."""
+    landed = []
+    for folder in sorted(p for p in shards.iterdir() if p.is_dir()):
+        units = sorted(p for p in folder.glob("*.jsonl")
+                       if p.with_name(p.name + ".meta.json").exists())
+        if not units:
+            continue
+        lines, classes, runs, configs = [], {}, [], set()
+        for unit in units:
+            kept, meta = _kept(unit)
+            (label, stats), = meta["classes"].items()
+            rows = [json.loads(line) for line in kept]
+            if any(r["label"] != label for r in rows):
+                raise ValueError(f"{unit}: a document of another class than {label!r}")
+            lines += kept
+            n = len(kept)
+            classes[label] = {**stats, **{k: stats[k][:n] for k in
+                                          ("epsilon_spent", "tokens", "seconds_per_document")}}
+            runs += [{**r, "classes": [label]} for r in meta["runs"]]
+            configs.add(json.dumps(meta["config"], sort_keys=True))
+        if len(configs) != 1:
+            raise ValueError(f"{folder}: its units were run with different settings")
+        dest = work_dir / "cells" / folder.name
+        out = dest / "invisibleink.jsonl"
+        if out.exists() and len(out.read_text(encoding="utf-8").splitlines()) > len(lines):
+            raise ValueError(f"{out} holds more documents than the units landed: it was "
+                             "resumed since; land a newer snapshot or move it away")
+        dest.mkdir(parents=True, exist_ok=True)
+        order = {label: i for i, label in enumerate(sorted(classes))}
+        lines.sort(key=lambda line: order[json.loads(line)["label"]])  # stable within a class
+        config = json.loads(configs.pop())
+        spent = [e for s in classes.values() for e in s["epsilon_spent"]]
+        meta = {"peer": "InvisibleInk", "config": config,
+                "classes": dict(sorted(classes.items())), "runs": runs,
+                "epsilon_guarantee": max(spent, default=0.0), "delta": config["delta"]}
+        out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        out.with_name(out.name + ".meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        seconds = dest / "seconds.json"
+        if not seconds.exists():
+            total = sum(r["seconds"] + r.get("load_seconds", 0.0) for r in runs)
+            seconds.write_text(json.dumps({"seconds": total}))
+        landed.append(folder.name)
+    return landed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    sub = ap.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("pack", help="here: the private inputs and the plan")
+    p.add_argument("--corpora", required=True)
+    p.add_argument("--epsilons", required=True, help="in the order the cells should run")
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--per-class", type=int, default=100)
+    p.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("run", help="there: the units on the GPU")
+    r.add_argument("--plan", type=Path, required=True)
+    r.add_argument("--model-dir", type=Path, required=True)
+    r.add_argument("--work", type=Path, required=True)
+    r.add_argument("--workers", type=int, default=14)
+    r.add_argument("--device", choices=("cpu", "cuda"), default="cuda")
+    r.add_argument("--python", default=sys.executable, help="an interpreter with invink")
+    ld = sub.add_parser("land", help="here: the units into the benchmark's cell folders")
+    ld.add_argument("--shards", type=Path, required=True, help="the unpacked WORK folder")
+    ld.add_argument("--work-dir", type=Path, required=True,
+                    help="bench_whole_documents.py's --work-dir")
+    args = ap.parse_args(argv)
+    if args.verb == "pack":
+        plan = pack(args.corpora.split(","), [float(e) for e in args.epsilons.split(",")],
+                    [int(s) for s in args.seeds.split(",")], args.per_class, args.out)
+        print(f"{args.out}: {len(plan['cells'])} cells, "
+              f"{sum(len(c['labels']) for c in plan['cells'])} units")
+        return 0
+    if args.verb == "run":
+        return run(args.plan, args.model_dir, args.work, args.workers, args.device,
+                   args.python)
+    for cell in land(args.shards, args.work_dir):
+        print(f"landed {cell}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
