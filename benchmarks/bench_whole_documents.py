@@ -457,7 +457,7 @@ def peer_note(got: dict[tuple, list[dict]]) -> str:
         if method == "invisibleink" and where:
             lines.append(f"* {corpus}, ε = {eps:g}: " + ", ".join(
                 f"{n:,} documents on {'this machine' if d == 'cpu' else 'a lent ' + d}"
-                for d, n in sorted(where.items(), key=lambda kv: -kv[1])))
+                for d, n in sorted(where.items(), key=lambda kv: -kv[1]) if n))
     if not lines:
         return ""
     return ("\n\n**Where InvisibleInk wrote.** "

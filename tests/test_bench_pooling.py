@@ -105,10 +105,11 @@ def test_no_augpe_curve_no_section():
 
 
 def test_the_peer_note_sums_where_its_seeds_were_written():
-    cell = [{"written_on": {"NVIDIA H100 80GB HBM3": 240, "cpu": 1}},
+    cell = [{"written_on": {"NVIDIA H100 80GB HBM3": 241, "cpu": 0}},
+            {"written_on": {"NVIDIA H100 80GB HBM3": 240, "cpu": 1}},
             {"written_on": {"NVIDIA H100 80GB HBM3": 219, "cpu": 22}}]
     note = peer_note({("bbc-news", "invisibleink", 6.0, 100): cell,
                       ("bbc-news", "kps", 6.0, 100): [{"seed": 0}]})
-    assert note.endswith("* bbc-news, ε = 6: 459 documents on a lent NVIDIA H100 80GB HBM3, "
+    assert note.endswith("* bbc-news, ε = 6: 700 documents on a lent NVIDIA H100 80GB HBM3, "
                          "23 documents on this machine")
     assert peer_note({("bbc-news", "kps", 6.0, 100): [{"seed": 0}]}) == ""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "peers"))
 
+import invisibleink
 import invisibleink_offload as offload
 import invisibleink_runner
 
@@ -82,6 +83,7 @@ def test_units_land_as_the_cell_one_run_writes(tmp_path, monkeypatch):
         "--seed", "0", "--out", str(cell / "invisibleink.jsonl")])
     assert rc == 0 and len(calls.read_text().splitlines()) == 6
     assert len((cell / "invisibleink.jsonl").read_text().splitlines()) == 6
+    assert invisibleink.written_on(cell) == {"cpu": 6}  # the resumed run wrote none
 
 
 def test_a_resumed_cell_is_not_overwritten_by_an_older_snapshot(tmp_path, monkeypatch):

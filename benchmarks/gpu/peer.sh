@@ -8,7 +8,11 @@
 # pack.sh says); this one carries the last part, .gpu/model.sha256, .gpu/peer (its private
 # inputs xz-compressed to fit: xz .gpu/peer/*.jsonl) and .gpu/whl
 # (the wheels of invink==0.1.0 and gguf, which that machine lacks: pip download --no-deps).
-# usage: peer.sh OUT SECONDS   (WORKERS: runner processes, default 14 of its 16 cores)
+# usage: peer.sh OUT SECONDS   (WORKERS: runner processes, default 14 of its 16 cores;
+# MPS=1: start CUDA's multi-process service first, so that the processes' kernels share the
+# GPU instead of taking turns: not yet tried on a lease)
+# A later lease resumes the units of an earlier one: carry its peer.tar.xz as
+# .gpu/peer/shards.tar.xz (the runner skips what a unit has written).
 # Back here: unpack peer.tar.xz and run invisibleink_offload.py land, then
 # bench_whole_documents.py --methods invisibleink for the cells.
 set -u
@@ -23,6 +27,10 @@ if [ ! -f /tmp/gpu/peer.pid ]; then
         --target /tmp/site .gpu/whl/*.whl || exit 1
     cp -r .gpu/peer /tmp/gpu/peer-plan  # the plan and the private inputs, outside the tree
     xz -d /tmp/gpu/peer-plan/*.xz 2>/dev/null
+    if [ -f /tmp/gpu/peer-plan/shards.tar ]; then
+        tar -C /tmp/gpu/peer -xf /tmp/gpu/peer-plan/shards.tar || exit 1
+    fi
+    if [ "${MPS:-0}" = 1 ]; then nvidia-cuda-mps-control -d && echo "MPS started"; fi
     M=/tmp/gpu/model.gguf; cat /tmp/gpu/parts/part.* > $M
     echo "$(cat .gpu/model.sha256)  $M" | sha256sum -c - || exit 1
     # convert_gguf by its file: importing dptext.generators.dpft would pull in Opacus and

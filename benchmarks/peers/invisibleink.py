@@ -199,7 +199,8 @@ def written_on(work_dir: Path) -> dict[str, int]:
     meta = Path(work_dir) / "invisibleink.jsonl.meta.json"
     counts: dict[str, int] = {}
     for run in json.loads(meta.read_text()).get("runs", []) if meta.exists() else []:
-        counts[run["device"]] = counts.get(run["device"], 0) + run["documents"]
+        if run["documents"]:  # a resumed run that found its cell written adds nothing
+            counts[run["device"]] = counts.get(run["device"], 0) + run["documents"]
     return counts
 
 
