@@ -301,6 +301,7 @@ def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
     assert len(seeder.selection_["candidates"]) == len(seeder.candidate_specs()) > 1
     assert any("of the total" in line and "10% of the documents that one got wrong" in line
                for line in seeder.summary_lines())
+    assert not any(line.startswith("most classes") for line in seeder.summary_lines())
     assert seeder.selection_["validation_share"] == 0.5  # shared: half the documents scored
     assert "head start: 0.1" in sel[0].sensitivity_reason and sel[0].sensitivity == 10
     assert len(seeder.sample(5, rng=np.random.default_rng(2))) == 10
@@ -360,6 +361,8 @@ def test_tiny_corpus_degrades_to_short_or_empty_sequences_without_noise_terms():
     kept = set(seeder.released_vocabulary_)
     assert len(kept) < 3 and all(set(s.keyphrases) <= kept for s in seqs)
     assert any("above the noise" in line for line in seeder.summary_lines())
+    assert any(line.startswith("most classes (2 of 2) are weak")
+               for line in seeder.summary_lines())
 
 
 def test_bad_model_options_rejected():

