@@ -113,3 +113,26 @@ def test_the_runner_writes_only_the_classes_asked_for(tmp_path, monkeypatch):
     assert {json.loads(line)["label"] for line in out.open()} == {"tech"}
     assert calls.read_text().splitlines() == ["news. Category: tech"] * 2
     assert invisibleink_runner.main([*args, "--classes", "health"]) == 2
+
+
+def test_pack_plans_every_cell_but_those_the_results_hold(tmp_path, monkeypatch):
+    import types
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_whole_documents as bench
+    import synthetic_protocol
+
+    train = types.SimpleNamespace(texts=("a note", "b note"), labels=("a", "b"))
+    data = types.SimpleNamespace(train=train, classes=("a", "b"), max_tokens=16,
+                                 document_type="note")
+    monkeypatch.setattr(synthetic_protocol, "load_data", lambda name: data)
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"corpus": "news", "method": "invisibleink", "epsilon": 6.0,
+                                   "seed": 1, "per_class": 100, "llm": "local:x"}) + "\n")
+    monkeypatch.setattr(bench, "RESULTS", results)
+    plan = offload.pack(["news"], [6.0, 3.0], [0, 1], 100, tmp_path / "plan")
+    assert [c["cell"] for c in plan["cells"]] == [
+        "news-invisibleink-eps6-n100-s0", "news-invisibleink-eps3-n100-s0",
+        "news-invisibleink-eps3-n100-s1"]
+    private = tmp_path / "plan" / "news.private.jsonl"
+    assert private.stat().st_mode & 0o077 == 0  # readable by this user only

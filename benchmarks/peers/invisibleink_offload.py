@@ -8,7 +8,8 @@ GPU nearly idle (one document at a time, most of each token's time in Python and
 * ``pack`` (here, with dptext): the private training documents of each corpus, written by
   the same code as the benchmark's own runs (so a cell resumed here has the same input
   hash), and ``plan.json``: one unit per (cell, class), corpus by corpus in the order given,
-  then ε in the order given, then seed (the first cells finish first).
+  then ε in the order given, then seed (the first cells finish first), without the cells
+  the benchmark's results file already holds.
 * ``run`` (there; standard library only, never dptext): the units through
   ``invisibleink_runner.py --device cuda --classes LABEL``, WORKERS at a time, each to its
   own ``WORK/CELL/LABEL.jsonl``. Resumable: the runner skips what a unit has written.
@@ -64,6 +65,7 @@ def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class:
     from synthetic_protocol import load_data
 
     out.mkdir(parents=True, exist_ok=True)
+    finished = {k[:5] for k in bench.done_keys(bench.load_rows(bench.RESULTS))}
     data = {corpus: load_data(corpus) for corpus in corpora}
     for corpus, d in data.items():
         invisibleink._write_private(out / input_name(corpus), d.train.texts, d.train.labels)
@@ -72,7 +74,8 @@ def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class:
               "args": ["--per-class", str(per_class), "--epsilon", str(eps), "--delta",
                        str(bench.DELTA), "--max-tokens", str(d.max_tokens),
                        "--description", d.document_type, "--seed", str(seed)]}
-             for corpus, d in data.items() for eps in epsilons for seed in seeds]
+             for corpus, d in data.items() for eps in epsilons for seed in seeds
+             if (corpus, "invisibleink", eps, seed, per_class) not in finished]
     plan = {"cells": cells}
     (out / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
     return plan
