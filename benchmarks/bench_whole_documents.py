@@ -468,7 +468,8 @@ def peer_note(got: dict[tuple, list[dict]]) -> str:
             "seconds (model loads included) plus the scoring: on a GPU that 14 processes "
             "share, not this machine's CPU time as in the other rows. Its ε is InvisibleInk's"
             " own accounting (each document a zCDP composition over its tokens; parallel over"
-            " disjoint references)."
+            " disjoint references). It makes no chat-completion calls (0 in the table): "
+            "each token costs B = 8 forward passes instead, 7 over private references."
             "\n\n" + "\n".join(lines))
 
 
