@@ -136,3 +136,16 @@ def test_pack_plans_every_cell_but_those_the_results_hold(tmp_path, monkeypatch)
         "news-invisibleink-eps3-n100-s1"]
     private = tmp_path / "plan" / "news.private.jsonl"
     assert private.stat().st_mode & 0o077 == 0  # readable by this user only
+
+
+def test_throughput_counts_from_the_first_document_of_each_call():
+    units = {"c-s0/a": {"device": ["GPU"], "documents": 2, "tokens": [10, 30],
+                        "seconds_per_document": [4.0, 6.0]}}
+    calls = [["70 s: 0 documents; 0 %, 0 MiB", "100 s: 10 documents; 100 %, 9 MiB",
+              "130 s: 40 documents; 90 %, 9 MiB"],
+             ["0 s: 45 documents; 100 %, 9 MiB", "30 s: 75 documents; 100 %, 9 MiB"]]
+    text = offload.throughput(units, calls, workers=3)
+    assert "**1.00 documents/s together** (60 documents in 60 s" in text
+    assert "one process wrote 4.0 tokens/s (5.0 s a document)" in text
+    assert "busy 98 %" in text
+    assert "| c-s0 | 1 | 2 | 20.0 | 5.0 | 4.0 |" in text

@@ -20,6 +20,10 @@ GPU nearly idle (one document at a time, most of each token's time in Python and
   ``bench_whole_documents.py --methods invisibleink`` resumes each cell (on the CPU, for
   what the GPU did not finish) and scores it.
 
+* ``throughput`` (here): the lease's documents per second, from ``peer.sh``'s samples
+  (``gpu.txt`` of each call) and the units' statistics, kept in ``benchmarks/results/`` and
+  written into docs/benchmarks.md (``--record``).
+
 The private documents travel only to the machine that runs the peer, as they must; they
 are never packed back (``WORK`` holds outputs, statistics and logs without text). Seconds:
 each unit's generation and model-load seconds are in its runs (``runs`` of the meta file);
@@ -38,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -178,6 +183,66 @@ def land(shards: Path, work_dir: Path) -> list[str]:
     return landed
 
 
+# ------------------------------------------------------------------ throughput (here)
+SAMPLE = re.compile(r"^(\d+) s: (\d+) documents; (\d+) %")
+
+
+def units_summary(shards: Path) -> dict[str, dict]:
+    """Per unit (``CELL/LABEL``): the documents, tokens and seconds it wrote on the GPU
+    (statistics only, no text), for keeping beside the results."""
+    out = {}
+    for meta_path in sorted(shards.glob("*/*.jsonl.meta.json")):
+        meta = json.loads(meta_path.read_text())
+        (label, stats), = meta["classes"].items()
+        out[f"{meta_path.parent.name}/{label}"] = {
+            "device": sorted({r["device"] for r in meta["runs"]}),
+            "documents": stats["documents"], "tokens": stats["tokens"],
+            "seconds_per_document": stats["seconds_per_document"]}
+    return out
+
+
+def throughput(units: dict[str, dict], samples: list[list[str]], workers: int) -> str:
+    """Markdown: documents/s of the runner processes together, over each call's samples
+    from the first with a document written (model loads left out), and per cell."""
+    sys.path.insert(0, str(HERE.parent))
+    from record import markdown_table
+
+    docs = secs = 0.0
+    busy = []
+    for lines in samples:
+        matched = [m for m in map(SAMPLE.match, lines) if m]
+        if matched[0][2] == "0":  # before the first document: the model loads
+            matched = [m for m in matched if int(m[2]) > 0]
+        points = [(int(m[1]), int(m[2])) for m in matched]
+        busy += [int(m[3]) for m in matched]
+        docs += points[-1][1] - points[0][1]
+        secs += points[-1][0] - points[0][0]
+    by_cell: dict[str, list[dict]] = {}
+    for name, unit in units.items():
+        by_cell.setdefault(name.split("/")[0], []).append(unit)
+    rows = []
+    for cell, cell_units in sorted(by_cell.items()):
+        n = sum(u["documents"] for u in cell_units)
+        toks = sum(sum(u["tokens"]) for u in cell_units)
+        s = sum(sum(u["seconds_per_document"]) for u in cell_units)
+        rows.append([cell, len(cell_units), n, f"{toks / n:.1f}" if n else "–",
+                     f"{s / n:.1f}" if n else "–", f"{toks / s:.1f}" if s else "–"])
+    device = sorted({d for u in units.values() for d in u["device"]})
+    tokens = sum(sum(u["tokens"]) for u in units.values())
+    seconds = sum(sum(u["seconds_per_document"]) for u in units.values())
+    return (
+        f"{workers} runner processes of InvisibleInk (`invisibleink_offload.py run`, one "
+        f"class each) sharing one {', '.join(device)}: **{docs / secs:.2f} documents/s "
+        f"together** ({docs:.0f} documents in {secs:.0f} s of `peer.sh`'s samples, model "
+        f"loads left out); one process wrote {tokens / seconds:.1f} tokens/s "
+        f"({seconds / sum(u['documents'] for u in units.values()):.1f} s a document). "
+        f"nvidia-smi read the GPU busy {sum(busy) / len(busy):.0f} % at its samples "
+        "(a kernel running, not the SMs' load): the processes take turns on it.\n\n"
+        + markdown_table(["cell", "units (classes)", "documents on the GPU", "mean tokens",
+                          "seconds a document (one process)", "tokens/s (one process)"],
+                         rows))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     sub = ap.add_subparsers(dest="verb", required=True)
@@ -198,7 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     ld.add_argument("--shards", type=Path, required=True, help="the unpacked WORK folder")
     ld.add_argument("--work-dir", type=Path, required=True,
                     help="bench_whole_documents.py's --work-dir")
+    t = sub.add_parser("throughput", help="here: a lease's documents per second")
+    t.add_argument("--results", type=Path, required=True,
+                   help="a folder of benchmarks/results: units.json and gpu-*.txt")
+    t.add_argument("--shards", type=Path, help="the unpacked WORK folder: (re)writes units.json")
+    t.add_argument("--gpu-logs", type=Path, nargs="*", default=[],
+                   help="peer.sh's OUT/gpu.txt of each call, in order: copied as gpu-N.txt")
+    t.add_argument("--workers", type=int, default=14, help="the runner processes that ran")
+    t.add_argument("--record", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args(argv)
+    if args.verb == "throughput":
+        return show_throughput(args)
     if args.verb == "pack":
         plan = pack(args.corpora.split(","), [float(e) for e in args.epsilons.split(",")],
                     [int(s) for s in args.seeds.split(",")], args.per_class, args.out)
@@ -210,6 +285,24 @@ def main(argv: list[str] | None = None) -> int:
                    args.python)
     for cell in land(args.shards, args.work_dir):
         print(f"landed {cell}")
+    return 0
+
+
+def show_throughput(args) -> int:
+    args.results.mkdir(parents=True, exist_ok=True)
+    if args.shards:
+        (args.results / "units.json").write_text(
+            json.dumps(units_summary(args.shards), indent=1) + "\n")
+    for i, log in enumerate(args.gpu_logs, 1):
+        (args.results / f"gpu-{i}.txt").write_text(log.read_text())
+    units = json.loads((args.results / "units.json").read_text())
+    samples = [p.read_text().splitlines() for p in sorted(args.results.glob("gpu-*.txt"))]
+    body = throughput(units, samples, args.workers)
+    print(body)
+    if args.record:
+        from record import record  # on sys.path since throughput()
+
+        record("peer-gpu", "InvisibleInk on a GPU: runner processes sharing it", body)
     return 0
 
 
