@@ -14,7 +14,9 @@
 # A later lease resumes the units of an earlier one: carry its peer.tar.xz as
 # .gpu/peer/shards.tar.xz (the runner skips what a unit has written).
 # Back here: unpack peer.tar.xz and run invisibleink_offload.py land, then
-# bench_whole_documents.py --methods invisibleink for the cells.
+# bench_whole_documents.py --methods invisibleink for the cells; invisibleink_offload.py
+# throughput --results benchmarks/results/NAME --shards UNPACKED --gpu-logs OUT1/gpu.txt
+# OUT2/gpu.txt --record keeps and reports the lease's documents per second.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=$1; BUDGET=$2; T0=$SECONDS; export PYTHONUNBUFFERED=1
