@@ -32,7 +32,13 @@ if [ ! -f /tmp/gpu/peer.pid ]; then
     if [ -f /tmp/gpu/peer-plan/shards.tar ]; then
         tar -C /tmp/gpu/peer -xf /tmp/gpu/peer-plan/shards.tar || exit 1
     fi
-    if [ "${MPS:-0}" = 1 ]; then nvidia-cuda-mps-control -d && echo "MPS started"; fi
+    if [ "${MPS:-0}" = 1 ] && nvidia-cuda-mps-control -d; then  # kept only if CUDA works
+        if python3 -c "import torch; torch.zeros(1, device='cuda').sum().item()"; then
+            echo "MPS started"
+        else
+            echo quit | nvidia-cuda-mps-control; echo "MPS left off: CUDA failed under it"
+        fi
+    fi
     M=/tmp/gpu/model.gguf; cat /tmp/gpu/parts/part.* > $M
     echo "$(cat .gpu/model.sha256)  $M" | sha256sum -c - || exit 1
     # convert_gguf by its file: importing dptext.generators.dpft would pull in Opacus and
