@@ -149,3 +149,18 @@ def test_throughput_counts_from_the_first_document_of_each_call():
     assert "one process wrote 4.0 tokens/s (5.0 s a document)" in text
     assert "busy 98 %" in text
     assert "| c-s0 | 1 | 2 | 20.0 | 5.0 | 4.0 |" in text
+
+
+def test_land_leaves_scored_cells_alone(tmp_path, monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_whole_documents as bench
+
+    fake_env(tmp_path, monkeypatch)
+    plan, work = make_plan(tmp_path), tmp_path / "work"
+    offload.run(plan, tmp_path / "m", work, workers=1, device="cpu", python=sys.executable)
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"corpus": "news", "method": "invisibleink", "epsilon": 6.0,
+                                   "seed": 0, "per_class": 100, "llm": "local:x"}) + "\n")
+    monkeypatch.setattr(bench, "RESULTS", results)
+    assert offload.land(work, tmp_path / "bench") == []
+    assert not (tmp_path / "bench" / "cells").exists()

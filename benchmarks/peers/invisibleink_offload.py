@@ -15,11 +15,10 @@ GPU nearly idle (one document at a time, most of each token's time in Python and
   own ``WORK/CELL/LABEL.jsonl``. Resumable: the runner skips what a unit has written.
 * ``land`` (here): each cell's units merged into the cell's folder of
   ``bench_whole_documents.py`` (``invisibleink.jsonl`` in sorted class order, as one run
-  writes it, and its ``.meta.json``); a unit's document whose statistics were not yet
-  written when the machine went back is dropped (the runner writes it again). Then
-  ``bench_whole_documents.py --methods invisibleink`` resumes each cell (on the CPU, for
-  what the GPU did not finish) and scores it.
-
+  writes it, and its ``.meta.json``), except cells already scored; a unit's document whose
+  statistics were not yet written when the machine went back is dropped (the runner writes
+  it again). Then ``bench_whole_documents.py --methods invisibleink`` resumes each cell
+  (on the CPU, for what the GPU did not finish) and scores it.
 * ``throughput`` (here): the lease's documents per second, from ``peer.sh``'s samples
   (``gpu.txt`` of each call) and the units' statistics, kept in ``benchmarks/results/`` and
   written into docs/benchmarks.md (``--record``).
@@ -60,6 +59,16 @@ def input_name(corpus: str) -> str:
 
 
 # ------------------------------------------------------------------ pack (here)
+def scored_cells() -> set[str]:
+    """The InvisibleInk cells the benchmark's results file holds (scored: never redone)."""
+    sys.path.insert(0, str(HERE.parent))
+    import bench_whole_documents as bench
+
+    return {bench.cell_name(corpus, method, eps, seed, per_class)
+            for corpus, method, eps, seed, per_class, _ in
+            bench.done_keys(bench.load_rows(bench.RESULTS)) if method == "invisibleink"}
+
+
 def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class: int,
          out: Path) -> dict:
     """Write ``out/<corpus>.private.jsonl`` and ``out/plan.json``; return the plan."""
@@ -70,7 +79,7 @@ def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class:
     from synthetic_protocol import load_data
 
     out.mkdir(parents=True, exist_ok=True)
-    finished = {k[:5] for k in bench.done_keys(bench.load_rows(bench.RESULTS))}
+    scored = scored_cells()
     data = {corpus: load_data(corpus) for corpus in corpora}
     for corpus, d in data.items():
         invisibleink._write_private(out / input_name(corpus), d.train.texts, d.train.labels)
@@ -80,7 +89,7 @@ def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class:
                        str(bench.DELTA), "--max-tokens", str(d.max_tokens),
                        "--description", d.document_type, "--seed", str(seed)]}
              for corpus, d in data.items() for eps in epsilons for seed in seeds
-             if (corpus, "invisibleink", eps, seed, per_class) not in finished]
+             if bench.cell_name(corpus, "invisibleink", eps, seed, per_class) not in scored]
     plan = {"cells": cells}
     (out / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
     return plan
@@ -138,9 +147,10 @@ def _kept(out: Path) -> tuple[list[str], dict]:
 
 
 def land(shards: Path, work_dir: Path) -> list[str]:
-    """Merge each cell's units into ``work_dir/cells/CELL``; the cells landed."""
-    landed = []
-    for folder in sorted(p for p in shards.iterdir() if p.is_dir()):
+    """Merge each cell's units into ``work_dir/cells/CELL``; the cells landed. Cells the
+    results file holds are left alone (a later lease packs the earlier one's units too)."""
+    landed, scored = [], scored_cells()
+    for folder in sorted(p for p in shards.iterdir() if p.is_dir() and p.name not in scored):
         units = sorted(p for p in folder.glob("*.jsonl")
                        if p.with_name(p.name + ".meta.json").exists())
         if not units:
