@@ -195,12 +195,12 @@ def read_output(path: Path) -> list[tuple[str, str]]:
 
 
 def written_on(work_dir: Path) -> dict[str, int]:
-    """Documents of ``work_dir``'s output by the device that wrote them (its runs)."""
+    """Documents of ``work_dir``'s output by the device that wrote them (its runs; a
+    resumed run that found its cell written counts 0)."""
     meta = Path(work_dir) / "invisibleink.jsonl.meta.json"
     counts: dict[str, int] = {}
     for run in json.loads(meta.read_text()).get("runs", []) if meta.exists() else []:
-        if run["documents"]:  # a resumed run that found its cell written adds nothing
-            counts[run["device"]] = counts.get(run["device"], 0) + run["documents"]
+        counts[run["device"]] = counts.get(run["device"], 0) + run["documents"]
     return counts
 
 

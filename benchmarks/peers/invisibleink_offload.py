@@ -50,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # benchmarks/: imported lazily, never by ``run``
 RUNNER = HERE / "invisibleink_runner.py"
 PLAN = "plan.json"
 
@@ -61,7 +62,6 @@ def input_name(corpus: str) -> str:
 # ------------------------------------------------------------------ pack (here)
 def scored_cells() -> set[str]:
     """The InvisibleInk cells the benchmark's results file holds (scored: never redone)."""
-    sys.path.insert(0, str(HERE.parent))
     import bench_whole_documents as bench
 
     return {bench.cell_name(corpus, method, eps, seed, per_class)
@@ -72,7 +72,6 @@ def scored_cells() -> set[str]:
 def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class: int,
          out: Path) -> dict:
     """Write ``out/<corpus>.private.jsonl`` and ``out/plan.json``; return the plan."""
-    sys.path.insert(0, str(HERE.parent))
     import invisibleink
 
     import bench_whole_documents as bench
@@ -88,8 +87,8 @@ def pack(corpora: list[str], epsilons: list[float], seeds: list[int], per_class:
               "args": ["--per-class", str(per_class), "--epsilon", str(eps), "--delta",
                        str(bench.DELTA), "--max-tokens", str(d.max_tokens),
                        "--description", d.document_type, "--seed", str(seed)]}
-             for corpus, d in data.items() for eps in epsilons for seed in seeds
-             if bench.cell_name(corpus, "invisibleink", eps, seed, per_class) not in scored]
+             for corpus, d in data.items() for eps in epsilons for seed in seeds]
+    cells = [c for c in cells if c["cell"] not in scored]
     plan = {"cells": cells}
     (out / PLAN).write_text(json.dumps(plan, indent=1) + "\n")
     return plan
@@ -130,20 +129,20 @@ def run(plan_dir: Path, model_dir: Path, work: Path, workers: int, device: str,
 
 
 # ------------------------------------------------------------------ land (here)
-def _whole(line: str) -> bool:
-    try:
-        json.loads(line)
-    except json.JSONDecodeError:
-        return False  # torn by the machine's going back
-    return True
+def _kept(out: Path) -> tuple[list[tuple[str, str]], str, dict, dict]:
+    """A unit's (text, label) pairs, its class, statistics and meta, both cut to the
+    documents written with their statistics (a snapshot can hold one without the other)."""
+    from invisibleink import read_output  # a torn last line is skipped
+    from invisibleink_runner import _summarise
 
-
-def _kept(out: Path) -> tuple[list[str], dict]:
-    """A unit's lines and meta, cut to the documents whose statistics were written."""
     meta = json.loads(out.with_name(out.name + ".meta.json").read_text())
-    lines = [line for line in out.read_text(encoding="utf-8").splitlines() if _whole(line)]
-    [(_, stats)] = meta["classes"].items()
-    return lines[:len(stats["tokens"])], meta
+    [(label, stats)] = meta["classes"].items()
+    pairs = read_output(out)[:len(stats["tokens"])]
+    n = len(pairs)
+    for key in ("epsilon_spent", "tokens", "seconds_per_document"):
+        stats[key] = stats[key][:n]
+    _summarise(stats, n)
+    return pairs, label, stats, meta
 
 
 def land(shards: Path, work_dir: Path) -> list[str]:
@@ -155,35 +154,31 @@ def land(shards: Path, work_dir: Path) -> list[str]:
                        if p.with_name(p.name + ".meta.json").exists())
         if not units:
             continue
-        lines, classes, runs, configs = [], {}, [], set()
+        pairs, classes, runs, configs = [], {}, [], set()
         for unit in units:
-            kept, meta = _kept(unit)
-            (label, stats), = meta["classes"].items()
-            rows = [json.loads(line) for line in kept]
-            if any(r["label"] != label for r in rows):
+            kept, label, stats, meta = _kept(unit)
+            classes[label] = stats
+            if any(lab != label for _, lab in kept):
                 raise ValueError(f"{unit}: a document of another class than {label!r}")
-            lines += kept
-            n = len(kept)
-            classes[label] = {**stats, **{k: stats[k][:n] for k in
-                                          ("epsilon_spent", "tokens", "seconds_per_document")}}
+            pairs += kept
             runs += [{**r, "classes": [label]} for r in meta["runs"]]
             configs.add(json.dumps(meta["config"], sort_keys=True))
         if len(configs) != 1:
             raise ValueError(f"{folder}: its units were run with different settings")
         dest = work_dir / "cells" / folder.name
         out = dest / "invisibleink.jsonl"
-        if out.exists() and len(out.read_text(encoding="utf-8").splitlines()) > len(lines):
+        if out.exists() and len(out.read_text(encoding="utf-8").splitlines()) > len(pairs):
             raise ValueError(f"{out} holds more documents than the units landed: it was "
                              "resumed since; land a newer snapshot or move it away")
         dest.mkdir(parents=True, exist_ok=True)
-        order = {label: i for i, label in enumerate(sorted(classes))}
-        lines.sort(key=lambda line: order[json.loads(line)["label"]])  # stable within a class
+        pairs.sort(key=lambda pair: pair[1])  # sorted class order; stable within a class
         config = json.loads(configs.pop())
         spent = [e for s in classes.values() for e in s["epsilon_spent"]]
         meta = {"peer": "InvisibleInk", "config": config,
                 "classes": dict(sorted(classes.items())), "runs": runs,
                 "epsilon_guarantee": max(spent, default=0.0), "delta": config["delta"]}
-        out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        out.write_text("".join(json.dumps({"text": text, "label": label}, ensure_ascii=False)
+                               + "\n" for text, label in pairs), encoding="utf-8")
         out.with_name(out.name + ".meta.json").write_text(json.dumps(meta, indent=2) + "\n")
         seconds = dest / "seconds.json"
         if not seconds.exists():
@@ -214,7 +209,6 @@ def units_summary(shards: Path) -> dict[str, dict]:
 def throughput(units: dict[str, dict], samples: list[list[str]], workers: int) -> str:
     """Markdown: documents/s of the runner processes together, over each call's samples
     from the first with a document written (model loads left out), and per cell."""
-    sys.path.insert(0, str(HERE.parent))
     from record import markdown_table
 
     docs = secs = 0.0
@@ -310,7 +304,7 @@ def show_throughput(args) -> int:
     body = throughput(units, samples, args.workers)
     print(body)
     if args.record:
-        from record import record  # on sys.path since throughput()
+        from record import record
 
         record("peer-gpu", "InvisibleInk on a GPU: runner processes sharing it", body)
     return 0
