@@ -387,6 +387,50 @@ def augpe_against_kps(got: dict[tuple, list[dict]]) -> str:
         + ("\n\n" + "\n".join(verdicts) if verdicts else ""))
 
 
+def welch(a: Pooled, b: Pooled) -> tuple[float, float]:
+    """Welch's t and its two-sided p for the means of two pooled cells (≥ 2 seeds each)."""
+    from scipy.stats import ttest_ind_from_stats
+
+    sd = [math.sqrt(p.m2 / (p.n - 1)) for p in (a, b)]
+    t, pvalue = ttest_ind_from_stats(a.mean, sd[0], a.n, b.mean, sd[1], b.n, equal_var=False)
+    return float(t), float(pvalue)
+
+
+def kps_against_others(got: dict[tuple, list[dict]]) -> str:
+    """DP-KPS against every other private method at the same (corpus, ε, size): the
+    difference of mean accuracies and Welch's test over seeds. "Ahead" or "behind" only
+    where p < 0.05; a cell with one seed is not tested."""
+    table, tally = [], {}
+    for (corpus, method, eps, per_class), cell in sorted(got.items(), key=group_order):
+        kps = got.get((corpus, "kps", eps, per_class))
+        if method not in PRIVATE or method == "kps" or not kps:
+            continue
+        k, o = pooled_cell(kps)["accuracy"], pooled_cell(cell)["accuracy"]
+        if min(k.n, o.n) < 2:
+            t = pvalue = None
+            verdict = "not tested (1 seed)"
+        else:
+            t, pvalue = welch(k, o)
+            verdict = ("not settled" if pvalue >= 0.05
+                       else "DP-KPS ahead" if t > 0 else "DP-KPS behind")
+        tally.setdefault(verdict, []).append(f"{corpus} {method} ε = {eps:g}")
+        table.append([corpus, f"{eps:g}", method, o, k, f"{k.mean - o.mean:+.3f}",
+                      "–" if t is None else f"{t:.1f}", "–" if t is None else f"{pvalue:.3f}",
+                      verdict])
+    if not table:
+        return ""
+    return (
+        "\n\n**DP-KPS against each other method at equal ε.** The rows above, paired by "
+        "(corpus, ε, documents per class): the difference of mean accuracies and Welch's t "
+        "test over the seeds (two-sided p). \"Ahead\" and \"behind\" where p < 0.05; "
+        "with 3 seeds a side and equal sds that takes a difference of 2.3 sds (t ≥ 2.78 at "
+        "4 degrees of freedom).\n\n"
+        + markdown_table(["corpus", "ε", "method", "its accuracy", "DP-KPS accuracy",
+                          "DP-KPS − it", "Welch t", "p", "verdict"], table)
+        + "\n\n" + "\n".join(f"* {verdict}: {', '.join(cells)}"
+                               for verdict, cells in sorted(tally.items())))
+
+
 def report_order(corpus: str, method: str, eps: float | None) -> tuple:
     """Where a cell stands in the report: by corpus, then methods as ``METHODS`` lists them,
     then ε."""
@@ -515,6 +559,7 @@ def report(rows: list[dict], args) -> str:
         "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
         "this machine).\n\n"
         + markdown_table(COLUMNS, table)
+        + kps_against_others(got)
         + peer_note(got)
         + augpe_against_kps(got)
         + also_llm_table(others)

@@ -1,6 +1,7 @@
 """The whole-document benchmark pools published summaries (n, mean, sd) with new per-seed
 results; the pooled figures must equal those of the raw values. Aug-PE's accuracy by
-iteration is pooled over seeds and set against DP-KPS's LLM calls."""
+iteration is pooled over seeds and set against DP-KPS's LLM calls; DP-KPS is set
+against each other method at equal ε by Welch's test."""
 
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from bench_whole_documents import (
     augpe_against_kps,
     augpe_curve,
     done_keys,
+    kps_against_others,
     peer_note,
     pooled_cell,
 )
@@ -113,3 +115,30 @@ def test_the_peer_note_sums_where_its_seeds_were_written():
     assert note.endswith("* bbc-news, ε = 6: 700 documents on a lent NVIDIA H100 80GB HBM3, "
                          "23 documents on this machine")
     assert peer_note({("bbc-news", "kps", 6.0, 100): [{"seed": 0}]}) == ""
+
+
+def seeds_of(*accuracies: float) -> list[dict]:
+    return [{"seed": i, "documents": 100, "accuracy": a, "macro_f1": 0.0, "llm_calls": 0,
+             "wall_s": 0.0} for i, a in enumerate(accuracies)]
+
+
+def test_dp_kps_is_called_ahead_only_where_welchs_test_says_so():
+    from scipy.stats import ttest_ind
+
+    kps, close, far = [0.88, 0.89, 0.87], [0.86, 0.90, 0.84], [0.70, 0.72, 0.71]
+    got = {("c", "kps", 6.0, 100): seeds_of(*kps),
+           ("c", "augpe", 6.0, 100): seeds_of(*close),
+           ("c", "pate", 6.0, 100): seeds_of(*far),
+           ("c", "dpft", 6.0, 100): seeds_of(0.95),
+           ("c", "dpft", 3.0, 100): seeds_of(0.5, 0.6),  # no DP-KPS at ε = 3: no row
+           ("c", "real", None, 100): seeds_of(0.97, 0.96)}
+    text = kps_against_others(got)
+    t, p = ttest_ind(kps, close, equal_var=False)
+    assert f"| c | 6 | augpe | {np.mean(close):.3f} ± {np.std(close, ddof=1):.3f} | " in text
+    assert f"| +0.013 | {t:.1f} | {p:.3f} | not settled |" in text
+    assert "| c | 6 | pate |" in text and "| DP-KPS ahead |" in text
+    assert "| c | 6 | dpft | 0.950 (1 seed) |" in text and "not tested (1 seed)" in text
+    assert "| 3 |" not in text and "real" not in text
+    got[("c", "pate", 6.0, 100)] = seeds_of(0.95, 0.96, 0.97)
+    assert "| DP-KPS behind |" in kps_against_others(got)
+    assert kps_against_others({("c", "kps", 6.0, 100): seeds_of(*kps)}) == ""
