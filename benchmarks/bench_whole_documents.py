@@ -424,7 +424,10 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
         "(corpus, ε, documents per class): the difference of mean accuracies and Welch's t "
         "test over the seeds (two-sided p). \"Ahead\" and \"behind\" where p < 0.05; "
         "with 3 seeds a side and equal sds that takes a difference of 2.3 sds (t ≥ 2.78 at "
-        "4 degrees of freedom).\n\n"
+        "4 degrees of freedom). PATE's seeds share one pool of public candidates, folds "
+        "and queried subset (its public seed is PATE's own option, 0 by default, not the "
+        "run's seed): its sd leaves out the pool's variation, so a verdict against PATE is "
+        "surer than it should be.\n\n"
         + markdown_table(["corpus", "ε", "method", "its accuracy", "DP-KPS accuracy",
                           "DP-KPS − it", "Welch t", "p", "verdict"], table)
         + "\n\n" + "\n".join(f"* {verdict}: {', '.join(cells)}"
