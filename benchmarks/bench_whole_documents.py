@@ -207,6 +207,9 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
     if method == "augpe":
         row["by_iteration"] = augpe_by_iteration(folder, data, seed, calls)
+    if method == "pate":  # its candidate pool's seed (older rows: 0 for every seed)
+        run = json.loads((folder / "synthetic.jsonl.run" / "run.json").read_text())
+        row["public_seed"] = run["config"]["release"]["seed"]
     if method == "invisibleink":
         from peers import invisibleink
 
@@ -414,7 +417,8 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
             verdict = ("not settled" if pvalue >= 0.05
                        else "DP-KPS ahead" if t > 0 else "DP-KPS behind")
         tally.setdefault(verdict, []).append(f"{corpus} {method} ε = {eps:g}")
-        table.append([corpus, f"{eps:g}", method, o, k, f"{k.mean - o.mean:+.3f}",
+        name = f"{method} (one candidate pool)" if method == "pate" and one_pool(cell) else method
+        table.append([corpus, f"{eps:g}", name, o, k, f"{k.mean - o.mean:+.3f}",
                       "–" if t is None else f"{t:.1f}", "–" if t is None else f"{pvalue:.3f}",
                       verdict])
     if not table:
@@ -424,10 +428,11 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
         "(corpus, ε, documents per class): the difference of mean accuracies and Welch's t "
         "test over the seeds (two-sided p). \"Ahead\" and \"behind\" where p < 0.05; "
         "with 3 seeds a side and equal sds that takes a difference of 2.3 sds (t ≥ 2.78 at "
-        "4 degrees of freedom). PATE's seeds share one pool of public candidates, folds "
-        "and queried subset (its public seed is PATE's own option, 0 by default, not the "
-        "run's seed): its sd leaves out the pool's variation, so a verdict against PATE is "
-        "surer than it should be.\n\n"
+        "4 degrees of freedom). PATE cells marked \"one candidate pool\" ran before "
+        "`dptext.synthesize` gave PATE the run's seed: their seeds share one pool of public "
+        "candidates, folds and queried subset (PATE's public seed stayed 0), so their sd "
+        "leaves out the pool's variation and a verdict against them is surer than it "
+        "should be.\n\n"
         + markdown_table(["corpus", "ε", "method", "its accuracy", "DP-KPS accuracy",
                           "DP-KPS − it", "Welch t", "p", "verdict"], table)
         + "\n\n" + "\n".join(f"* {verdict}: {', '.join(cells)}"
@@ -453,13 +458,23 @@ COLUMNS = ["corpus", "method", "ε", "per class", "seeds", "accuracy",
            "wall hours per 1,000 documents"]
 
 
+def one_pool(cell: list[dict]) -> bool:
+    """Whether a PATE cell's seeds shared one public candidate pool: rows from before
+    ``dptext.synthesize`` passed the run's seed to PATE keep no ``public_seed`` (it was 0)."""
+    return any(r.get("public_seed") is None and (is_summary(r) or r["seed"] != 0)
+               for r in cell)
+
+
 def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
               cell: list[dict]) -> list:
     """One line of a report table: a cell pooled over its seeds."""
     p = pooled_cell(cell)
     docs, priced = p["documents"], p["documents"] and method != "real"
+    seeds = ", ".join(map(str, p["seeds"]))
+    if method == "pate" and one_pool(cell):
+        seeds += " (one candidate pool)"
     return [corpus, method, "–" if eps is None else f"{eps:g}", per_class,
-            ", ".join(map(str, p["seeds"])), p["accuracy"], p["keyphrases"],
+            seeds, p["accuracy"], p["keyphrases"],
             p["difference"], p["macro_f1"], f"{docs / len(p['seeds']):.0f}",
             f"{1000 * p['calls'] / docs:.0f}" if priced else "–",
             f"{1000 * p['hours'] / docs:.2f}" if priced else "–"]

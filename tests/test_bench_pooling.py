@@ -17,6 +17,7 @@ from bench_whole_documents import (
     augpe_curve,
     done_keys,
     kps_against_others,
+    one_pool,
     peer_note,
     pooled_cell,
 )
@@ -128,7 +129,7 @@ def test_dp_kps_is_called_ahead_only_where_welchs_test_says_so():
     kps, close, far = [0.88, 0.89, 0.87], [0.86, 0.90, 0.84], [0.70, 0.72, 0.71]
     got = {("c", "kps", 6.0, 100): seeds_of(*kps),
            ("c", "augpe", 6.0, 100): seeds_of(*close),
-           ("c", "pate", 6.0, 100): seeds_of(*far),
+           ("c", "invisibleink", 6.0, 100): seeds_of(*far),
            ("c", "dpft", 6.0, 100): seeds_of(0.95),
            ("c", "dpft", 3.0, 100): seeds_of(0.5, 0.6),  # no DP-KPS at ε = 3: no row
            ("c", "real", None, 100): seeds_of(0.97, 0.96)}
@@ -136,9 +137,20 @@ def test_dp_kps_is_called_ahead_only_where_welchs_test_says_so():
     t, p = ttest_ind(kps, close, equal_var=False)
     assert f"| c | 6 | augpe | {np.mean(close):.3f} ± {np.std(close, ddof=1):.3f} | " in text
     assert f"| +0.013 | {t:.1f} | {p:.3f} | not settled |" in text
-    assert "| c | 6 | pate |" in text and "| DP-KPS ahead |" in text
+    assert "| c | 6 | invisibleink |" in text and "| DP-KPS ahead |" in text
     assert "| c | 6 | dpft | 0.950 (1 seed) |" in text and "not tested (1 seed)" in text
     assert "| 3 |" not in text and "real" not in text
-    got[("c", "pate", 6.0, 100)] = seeds_of(0.95, 0.96, 0.97)
+    got[("c", "invisibleink", 6.0, 100)] = seeds_of(0.95, 0.96, 0.97)
     assert "| DP-KPS behind |" in kps_against_others(got)
     assert kps_against_others({("c", "kps", 6.0, 100): seeds_of(*kps)}) == ""
+
+
+def test_pate_rows_from_before_the_runs_seed_reached_it_are_one_pool():
+    old = seeds_of(0.60, 0.62, 0.61)  # no public_seed kept: seeds 1 and 2 reused seed 0's
+    assert one_pool(old) and one_pool([summary([0.7, 0.8])])
+    new = [{**r, "public_seed": r["seed"]} for r in old]
+    assert not one_pool(new) and not one_pool(old[:1])
+    got = {("c", "kps", 6.0, 100): seeds_of(0.70, 0.71, 0.72), ("c", "pate", 6.0, 100): old}
+    assert "| c | 6 | pate (one candidate pool) |" in kps_against_others(got)
+    got[("c", "pate", 6.0, 100)] = new
+    assert "| c | 6 | pate |" in kps_against_others(got)

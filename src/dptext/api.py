@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dptext.corpus import Corpus
-from dptext.generators.registry import make_generator
+from dptext.generators.registry import generator_class, make_generator
 from dptext.run import DEFAULT_LLM, BudgetOptions, CorpusSource, RunResult, run
 
 
@@ -33,7 +33,11 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
     ``.privacy.json`` and the release folder ``<out stem>.release/``). ``engine="ray"``
     runs the corpus-wide counts on a Ray cluster (``ray_address``: ``auto``, ``local`` or
     an address; docs/scale-out.md); the releases and the guarantee are the same.
+    ``seed`` fixes the run's public randomness, that of a generator with a public seed of
+    its own (PATE's candidate prompts and folds) included, as ``--seed`` does.
     """
+    if seed is not None and "seed" in generator_class(method).option_names():
+        options["seed"] = seed  # a generator's own public seed, as the CLI gives it
     generator = make_generator(method, epsilon=epsilon, delta=delta, **options)
     return run(generator, CorpusSource(corpus, text_column=text_column,
                                        label_column=label_column), out,
