@@ -3,7 +3,7 @@ cannot reach (nor it this one), with only files carried between them.
 
     # here: each cell's DP releases (or the floor's public draws); the run stops before its
     # first prompt and the cell's document stage is written to JOBS/<cell>.json
-    python benchmarks/llm_stage_offload.py fit --corpora banking77 --methods kps,floor \\
+    python benchmarks/llm_stage_offload.py fit --corpora banking77 --methods kps,floor,pate \\
         --epsilons 3,6,1000 --seeds 0,1,2 --llm openai:MODEL@http://127.0.0.1:8080/v1 \\
         --work-dir CELLS --jobs JOBS
     # there (the standard library and src/ are all it needs): dptext's own document stage
@@ -24,7 +24,12 @@ cannot reach (nor it this one), with only files carried between them.
 A job holds what the LLM is shown and nothing private: the released keyphrase sequences
 (DP-KPS; post-processing of its releases) or the floor's public draws, with the prompt
 builder and document options the cell's own code passed to ``generate_documents``
-(captured at that call, so nothing here re-implements the generators). Journal keys hold
+(captured at that call, so nothing here re-implements the generators); for PATE, its
+public candidate prompts (the document type and the declared class names) with the
+options its code passed to ``complete_checked``. The teachers, the votes and the student
+(everything private after them) run here when the benchmark resumes the cell. PATE's
+cells at several ε of one seed ask the same candidate prompts: ``write`` answers them
+once (a prompt cache beside the journals). Journal keys hold
 the backend's identity, so ``write`` must use the ``--llm`` the cells were fitted with.
 """
 
@@ -43,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-OFFLOADED = ("kps", "floor")  # the methods whose only LLM work is one document stage
+OFFLOADED = ("kps", "floor", "pate")  # the methods whose only LLM work is one stage
 
 
 class _Captured(Exception):
@@ -54,24 +59,50 @@ class _Captured(Exception):
         self.sequences, self.builder, self.options = sequences, builder, options
 
 
+class _CapturedPrompts(Exception):
+    """Raised in place of PATE's candidate stage: its public prompts and options."""
+
+    def __init__(self, prompts, options, description) -> None:
+        super().__init__("candidate stage captured")
+        self.prompts, self.options, self.description = prompts, options, description
+
+
 def _capture(sequences, backend, builder, options=None, journal=None, cache=None, stats=None):
     raise _Captured(list(sequences), builder, options)
 
 
-def job_dict(cell: str, identity: str, captured: _Captured) -> dict:
+def _capture_prompts(prompt_for, n, backend, options=None, journal=None, cache=None,
+                     stats=None, keyphrases=None, description="documents"):
+    """``complete_checked``'s stand-in: each text's first-attempt prompt (a retry's is
+    derived from it by ``reseeding``, there as here)."""
+    raise _CapturedPrompts([prompt_for(i, 0) for i in range(n)], options, description)
+
+
+def job_dict(cell: str, identity: str, captured: _Captured | _CapturedPrompts) -> dict:
     options = dataclasses.asdict(captured.options)
     options["retry"].pop("sleep")
+    if isinstance(captured, _CapturedPrompts):
+        return {"cell": cell, "llm": identity, "options": options,
+                "prompts": [p.to_dict() for p in captured.prompts],
+                "description": captured.description}
     return {"cell": cell, "llm": identity,
             "sequences": [{"label": s.label, "keyphrases": list(s.keyphrases)}
                           for s in captured.sequences],
             "builder": dataclasses.asdict(captured.builder), "options": options}
 
 
+def options_from_job(job: dict):
+    from dptext.llm import DocumentOptions, RetryPolicy
+
+    o = dict(job["options"])
+    return DocumentOptions(**{**o, "retry": RetryPolicy(**o["retry"])})
+
+
 def stage_from_job(job: dict):
     """(sequences, builder, options) as the cell's code built them."""
     from types import SimpleNamespace
 
-    from dptext.llm import DocumentOptions, PromptBuilder, RetryPolicy, SamplingParams
+    from dptext.llm import PromptBuilder, SamplingParams
     from dptext.llm.prompts import FewShotExample, PromptTemplate
 
     b = job["builder"]
@@ -80,15 +111,14 @@ def stage_from_job(job: dict):
         tuple(FewShotExample(e["text"], tuple(e["keyphrases"])) for e in b["few_shot"]),
         SamplingParams(**{k: tuple(v) if isinstance(v, list) else v
                           for k, v in b["params"].items()}))
-    o = dict(job["options"])
-    options = DocumentOptions(**{**o, "retry": RetryPolicy(**o["retry"])})
     seqs = [SimpleNamespace(label=s["label"], keyphrases=tuple(s["keyphrases"]))
             for s in job["sequences"]]
-    return seqs, builder, options
+    return seqs, builder, options_from_job(job)
 
 
 # ------------------------------------------------------------------ the three steps
 def fit(args) -> None:
+    import dptext.generators.pate.run as pate
     import dptext.llm
     from bench_whole_documents import (
         cell_name,
@@ -102,6 +132,7 @@ def fit(args) -> None:
     args.jobs.mkdir(parents=True, exist_ok=True)
     llm = shared_backend(args.llm)
     dptext.llm.generate_documents = _capture  # the cells' code imports it at call time
+    pate.complete_checked = _capture_prompts  # PATE's candidate stage
     for corpus, method, eps, seed in design(args):
         cell = cell_name(corpus, method, eps, seed, args.per_class)
         path = args.jobs / f"{cell}.json"
@@ -117,20 +148,32 @@ def fit(args) -> None:
             else:
                 generator_documents(method, corpus_data(corpus), eps, args.per_class, seed,
                                     folder, llm, args.concurrency)
-        except _Captured as c:
+        except (_Captured, _CapturedPrompts) as c:
             path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
             seconds = time.perf_counter() - started
             (folder / "seconds.json").write_text(json.dumps({"seconds": seconds}))
-            print(f"{cell}: {len(c.sequences)} sequences, {seconds:.0f} s", flush=True)
+            print(f"{cell}: {len(getattr(c, 'sequences', None) or c.prompts)} prompts, "
+                  f"{seconds:.0f} s", flush=True)
         else:
             raise SystemExit(f"{cell}: finished without an LLM stage (already journaled?)")
 
 
 def write(args) -> None:
-    from dptext.llm import Journal, RunStats, generate_documents, make_backend
+    from dptext.llm import (
+        Journal,
+        Prompt,
+        PromptCache,
+        RunStats,
+        complete_checked,
+        generate_documents,
+        make_backend,
+        reseeding,
+    )
 
     served = make_backend(args.llm)
     args.journals.mkdir(parents=True, exist_ok=True)
+    # PATE's cells at several ε of one seed share their candidate prompts
+    cache = PromptCache(args.journals / "pate-prompt-cache.jsonl")
     for path in sorted(args.jobs.glob("*.json"), key=lambda p: _order(p.stem)):
         job = json.loads(path.read_text())
         backend = answering_for(served, job["llm"])
@@ -139,18 +182,26 @@ def write(args) -> None:
         done = args.journals / f"{job['cell']}.stats.json"
         if done.exists():
             continue
-        seqs, builder, options = stage_from_job(job)
-        options = dataclasses.replace(options, concurrency=args.concurrency)
+        journal = Journal(args.journals / f"{job['cell']}.journal.jsonl")
         stats = RunStats()
         started = time.perf_counter()
-        generate_documents(seqs, backend, builder, options,
-                           Journal(args.journals / f"{job['cell']}.journal.jsonl"), None, stats)
+        if "prompts" in job:
+            prompts = [Prompt.from_dict(p) for p in job["prompts"]]
+            options = dataclasses.replace(options_from_job(job), concurrency=args.concurrency)
+            complete_checked(reseeding(prompts), len(prompts), backend, options, journal, cache,
+                             stats, description=job["description"])
+            n = len(prompts)
+        else:
+            seqs, builder, options = stage_from_job(job)
+            options = dataclasses.replace(options, concurrency=args.concurrency)
+            generate_documents(seqs, backend, builder, options, journal, None, stats)
+            n = len(seqs)
         wall = time.perf_counter() - started
         done.write_text(json.dumps({
-            "cell": job["cell"], "documents": len(seqs), "wall_s": wall,
+            "cell": job["cell"], "documents": n, "wall_s": wall,
             "prompts": stats.computed, "completion_tokens": stats.completion_tokens,
             "concurrency": args.concurrency, "quality": stats.quality_summary()}))
-        print(f"{job['cell']}: {len(seqs)} documents in {wall:.1f} s, {stats.computed} "
+        print(f"{job['cell']}: {n} documents in {wall:.1f} s, {stats.computed} "
               f"prompts, {stats.completion_tokens} completion tokens "
               f"({stats.completion_tokens / wall:.0f} tokens/s)", flush=True)
 
@@ -191,8 +242,8 @@ def land(args) -> None:
             print(f"{cell}: unfinished, not landed (--unfinished lands it)")
             continue
         folder = args.work_dir / "cells" / cell
-        # where the cell's code journals: DP-KPS's run folder, the floor's own folder
-        run = run_dir_for(folder / "synthetic.jsonl") if "-kps-" in cell else folder
+        # where the cell's code journals: the floor's own folder, the others' run folder
+        run = folder if "-floor-" in cell else run_dir_for(folder / "synthetic.jsonl")
         if not run.is_dir():
             raise SystemExit(f"{run}: no fitted cell for {journal.name}")
         if (run / "journal.jsonl").exists():

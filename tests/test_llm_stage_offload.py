@@ -1,6 +1,7 @@
 """Offloading a whole-document cell's document stage (benchmarks/llm_stage_offload.py): the
 job carried to the other machine rebuilds exactly the prompts the cell's own code builds,
-and what ``write`` journals there is what the resumed cell looks up here."""
+and what ``write`` journals there is what the resumed cell looks up here (PATE's public
+candidate stage too: its run then finishes here without an LLM call)."""
 
 import dataclasses
 import json
@@ -21,7 +22,9 @@ from dptext.llm.prompts import FewShotExample, PromptTemplate
 from fault_server import FaultServer
 from llm_stage_offload import (
     _capture,
+    _capture_prompts,
     _Captured,
+    _CapturedPrompts,
     _order,
     job_dict,
     land,
@@ -161,3 +164,51 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
     alone = Namespace(**{**vars(args), "also_llm": []})
     assert "banking77 / kps / ε = 6 / seed 0" in report([row("openai:m@u", 0.5)], alone)
     assert "served by llama.cpp" not in report([row("openai:m@u", 0.5)], alone)
+
+
+def test_pates_candidates_are_carried_written_there_once_and_its_run_ends_here(
+        tmp_path, monkeypatch):
+    import dptext.generators.pate.run as pate
+    from dptext.corpus import Corpus
+    from dptext.embed import load_embedder
+    from dptext.generators.pate import PateConfig, PateGenerator
+    from dptext.llm import LLMError
+    from dptext.llm.recording import RecordingBackend
+    from dptext.run import CorpusSource, run
+
+    class NoCalls(RecordingBackend):
+        def complete(self, prompts):
+            raise LLMError("asked the LLM")
+
+    texts = [f"the match ended with a late goal number {i}" for i in range(12)]
+    texts += [f"shares fell on the market today by {i} percent" for i in range(12)]
+    corpus = CorpusSource(Corpus(tuple(texts), tuple(["sport"] * 12 + ["business"] * 12)))
+    cfg = PateConfig(epsilon=4.0, documents=4, teachers=4, labels=("business", "sport"),
+                     seed=3, embedder=load_embedder("model2vec", cache_dir=""),
+                     sampling=SamplingParams(max_tokens=20))
+    backend = dptext.llm.make_backend("recording:")
+    cells, jobs, journals = tmp_path / "cells", tmp_path / "jobs", tmp_path / "journals"
+    names = ["c-pate-eps4-n2-s3", "c-pate-eps6-n2-s3"]  # two ε of one seed: one pool
+    for cell in names:
+        (cells / cell).mkdir(parents=True)
+        (cells / cell / "seconds.json").write_text(json.dumps({"seconds": 1.0}))
+    jobs.mkdir()
+    carried = []
+    for cell, eps in zip(names, (4.0, 6.0), strict=True):
+        with monkeypatch.context() as m, pytest.raises(_CapturedPrompts) as got:
+            m.setattr(pate, "complete_checked", _capture_prompts)
+            run(PateGenerator(dataclasses.replace(cfg, epsilon=eps)), corpus,
+                cells / cell / "synthetic.jsonl", llm=backend, progress=False)
+        job = job_dict(cell, backend.identity, got.value)
+        (jobs / f"{cell}.json").write_text(json.dumps(job))
+        carried.append(job["prompts"])
+    assert backend.prompts == [] and carried[0] == carried[1] and len(carried[0]) == 4 * 4
+    assert all("sport" in p.text() or "business" in p.text() for p in got.value.prompts)
+    write(Namespace(llm="recording:", jobs=jobs, journals=journals, concurrency=2))
+    computed = [json.loads((journals / f"{c}.stats.json").read_text())["prompts"]
+                for c in names]
+    assert sorted(computed) == [0, 16]  # the cell written second was answered by the first
+    land(Namespace(journals=journals, work_dir=tmp_path, unfinished=False))
+    result = run(PateGenerator(cfg), corpus, cells / names[0] / "synthetic.jsonl",
+                 llm=NoCalls(), resume=True, progress=False)
+    assert len(result.documents) == 4
