@@ -291,12 +291,17 @@ class Pooled:
         self.mean += delta * n / total
         self.n = total
 
+    @property
+    def sd(self) -> float:
+        """The sample sd over the seeds (n ≥ 2)."""
+        return math.sqrt(self.m2 / (self.n - 1))
+
     def __str__(self) -> str:
         if self.n == 0:
             return "–"
         if self.n == 1:
             return f"{self.mean:.3f} (1 seed)"
-        return f"{self.mean:.3f} ± {math.sqrt(self.m2 / (self.n - 1)):.3f}"
+        return f"{self.mean:.3f} ± {self.sd:.3f}"
 
 
 def pooled_cell(rows: list[dict]) -> dict:
@@ -394,8 +399,7 @@ def welch(a: Pooled, b: Pooled) -> tuple[float, float]:
     """Welch's t and its two-sided p for the means of two pooled cells (≥ 2 seeds each)."""
     from scipy.stats import ttest_ind_from_stats
 
-    sd = [math.sqrt(p.m2 / (p.n - 1)) for p in (a, b)]
-    t, pvalue = ttest_ind_from_stats(a.mean, sd[0], a.n, b.mean, sd[1], b.n, equal_var=False)
+    t, pvalue = ttest_ind_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n, equal_var=False)
     return float(t), float(pvalue)
 
 

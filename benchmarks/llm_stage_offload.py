@@ -152,8 +152,8 @@ def fit(args) -> None:
             path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
             seconds = time.perf_counter() - started
             (folder / "seconds.json").write_text(json.dumps({"seconds": seconds}))
-            print(f"{cell}: {len(getattr(c, 'sequences', None) or c.prompts)} prompts, "
-                  f"{seconds:.0f} s", flush=True)
+            n = len(c.prompts if isinstance(c, _CapturedPrompts) else c.sequences)
+            print(f"{cell}: {n} prompts, {seconds:.0f} s", flush=True)
         else:
             raise SystemExit(f"{cell}: finished without an LLM stage (already journaled?)")
 
@@ -183,17 +183,16 @@ def write(args) -> None:
         if done.exists():
             continue
         journal = Journal(args.journals / f"{job['cell']}.journal.jsonl")
+        options = dataclasses.replace(options_from_job(job), concurrency=args.concurrency)
         stats = RunStats()
         started = time.perf_counter()
         if "prompts" in job:
             prompts = [Prompt.from_dict(p) for p in job["prompts"]]
-            options = dataclasses.replace(options_from_job(job), concurrency=args.concurrency)
             complete_checked(reseeding(prompts), len(prompts), backend, options, journal, cache,
                              stats, description=job["description"])
             n = len(prompts)
         else:
-            seqs, builder, options = stage_from_job(job)
-            options = dataclasses.replace(options, concurrency=args.concurrency)
+            seqs, builder, _ = stage_from_job(job)
             generate_documents(seqs, backend, builder, options, journal, None, stats)
             n = len(seqs)
         wall = time.perf_counter() - started
