@@ -539,6 +539,71 @@ def peer_note(got: dict[tuple, list[dict]]) -> str:
             "\n\n" + "\n".join(lines))
 
 
+NAMES = {"real": "real documents", "floor": "LLM-only floor", "kps": "**DP-KPS**",
+         "pate": "PATE", "augpe": "Aug-PE", "invisibleink": "InvisibleInk (peer)",
+         "dpft": "DP fine-tuning"}
+LIMIT = 100.0  # a cell at ε ≥ LIMIT stands for the configuration's ε → ∞ limit
+
+
+GLANCE_NOTES = {
+    "¹": "its seeds share one pool of public candidates (PATE, before `dptext.synthesize` "
+         "passed it the run's seed: below)",
+    "²": "documents written through llama.cpp's server (the served table below)"}
+
+
+def glance_row(corpus: str, method: str, cells: dict, served: bool, small: list[float],
+               wanted: float | None) -> list:
+    """One row of the summary: the (corpus, method)'s cells by ε, pooled over seeds and
+    marked as ``GLANCE_NOTES`` says; its limit is its largest ε ≥ ``LIMIT``."""
+    pooled = {e: pooled_cell(c) for e, c in cells.items()}
+    limit = max((e for e in pooled if e is not None and e >= LIMIT), default=None)
+
+    def shown(eps: float | None) -> str:
+        if eps not in pooled:
+            return "–"
+        mark = "¹" if method == "pate" and one_pool(cells[eps]) else ""
+        mark += "²" if served else ""
+        other = f" (ε = {eps:g})" if eps is not None and eps == limit != wanted else ""
+        return f"{pooled[eps]['accuracy']}{mark}{other}"
+
+    calls = sorted({round(1000 * p["calls"] / p["documents"]) for p in pooled.values()})
+    return [corpus, NAMES[method], shown(None), *map(shown, small),
+            "–" if limit is None else shown(limit),
+            "–" if method == "real" else f"{calls[0]:,}" + (
+                f"–{calls[-1]:,}" if len(calls) > 1 else "")]
+
+
+def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
+                 args) -> str:
+    """One row per (corpus, method) at the design's size: its accuracy at no ε, at each
+    requested ε below ``LIMIT`` and at its largest ε (the ε → ∞ limit), and its LLM calls
+    per 1,000 documents. A (corpus, method) with no cell of ``args.llm`` shows its served
+    cells (``args.also_llm``), marked; the README's summary is this table."""
+    small = sorted(e for e in args.epsilons if e < LIMIT)
+    wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
+    pairs: dict[tuple, tuple[bool, dict]] = {}
+    for groups, served in ((got, False), (others, True)):
+        for (corpus, method, eps, per_class, *_), cell in groups.items():
+            if per_class != args.per_class:
+                continue
+            was_served, cells = pairs.setdefault((corpus, method), (served, {}))
+            if was_served == served:
+                cells.setdefault(eps, []).extend(cell)
+    order = {c: i for i, c in enumerate(args.corpora)}
+    table = [glance_row(corpus, method, cells, served, small, wanted)
+             for (corpus, method), (served, cells) in sorted(pairs.items(), key=lambda kv: (
+                 order.get(kv[0][0], len(order)), kv[0][0], METHODS.index(kv[0][1])))]
+    if not table:
+        return ""
+    text = markdown_table(["corpus", "method", "no ε", *(f"ε = {e:g}" for e in small),
+                           "ε → ∞", "LLM calls per 1,000 documents"], table)
+    return (
+        f"**At a glance** ({args.per_class} documents per class; accuracy, mean ± sd over "
+        f"the seeds; ε → ∞ is the same configuration at ε = {wanted or LIMIT:g}):\n\n"
+        + text + "".join(f"\n\n{m} {note}" for m, note in GLANCE_NOTES.items() if m in text)
+        + "\n\n")
+
+
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run. The rows of ``args.also_llm`` (the
@@ -580,6 +645,8 @@ def report(rows: list[dict], args) -> str:
         "difference per seed (paired: the same sequences), mean ± sd. LLM calls and wall "
         "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
         "this machine).\n\n"
+        + glance_table(got, others, args)
+        + "**Every cell** (any size):\n\n"
         + markdown_table(COLUMNS, table)
         + kps_against_others(got)
         + peer_note(got)

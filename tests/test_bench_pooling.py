@@ -154,3 +154,31 @@ def test_pate_rows_from_before_the_runs_seed_reached_it_are_one_pool():
     assert "| c | 6 | pate (one candidate pool) |" in kps_against_others(got)
     got[("c", "pate", 6.0, 100)] = new
     assert "| c | 6 | pate |" in kps_against_others(got)
+
+
+def test_the_glance_table_has_one_row_per_method_and_marks_what_differs():
+    from argparse import Namespace
+
+    from bench_whole_documents import glance_table
+
+    served = "openai:m@u"
+    got = {("c", "real", None, 100): seeds_of(0.95, 0.96),
+           ("c", "kps", 3.0, 100): seeds_of(0.80, 0.82),
+           ("c", "kps", 6.0, 100): seeds_of(0.85, 0.87, 0.86),
+           ("c", "kps", 6.0, 48): seeds_of(0.10),  # another size: not in the table
+           ("c", "pate", 500.0, 100): seeds_of(0.70, 0.72),  # one pool, limit at ε = 500
+           ("d", "real", None, 100): seeds_of(0.50)}
+    others = {("c", "kps", 6.0, 100, served): seeds_of(0.01),  # c's kps has local cells
+              ("d", "kps", 1000.0, 100, served): seeds_of(0.40, 0.42)}
+    args = Namespace(per_class=100, epsilons=[3.0, 6.0, 1000.0], corpora=["d", "c"])
+    text = glance_table(got, others, args)
+    rows = [line for line in text.split("\n") if line.startswith("| ")][1:]
+    assert [r.split(" | ")[:2] for r in rows] == [
+        ["| d", "real documents"], ["| d", "**DP-KPS**"],
+        ["| c", "real documents"], ["| c", "**DP-KPS**"], ["| c", "PATE"]]
+    assert rows[1] == "| d | **DP-KPS** | – | – | – | 0.410 ± 0.014² | 0 |"
+    assert rows[3] == "| c | **DP-KPS** | – | 0.810 ± 0.014 | 0.860 ± 0.010 | – | 0 |"
+    assert "| 0.710 ± 0.014¹ (ε = 500) |" in rows[4]
+    assert rows[2].startswith("| c | real documents | 0.955 ± 0.007 | – | – | – | – |")
+    assert "¹ its seeds share one pool" in text and "² documents written" in text
+    assert glance_table({}, {}, args) == ""

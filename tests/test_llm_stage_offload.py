@@ -156,8 +156,10 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
     args = Namespace(llm="local:m", also_llm=["openai:m@u"], per_class=100,
                      corpora=["banking77"], methods=["kps"], epsilons=[6.0], seeds=[0])
     text = report([row("openai:m@u", 0.5)], args)
-    main, _, elsewhere = text.partition("The same model served by llama.cpp")
+    glance, _, rest = text.partition("| corpus | method | ε |")
+    main, _, elsewhere = rest.partition("The same model served by llama.cpp")
     assert "0.500" not in main and "0.500 (1 seed)" in elsewhere
+    assert "| 0.500 (1 seed)² |" in glance  # the summary shows it, marked as served
     assert "`openai:m@u`" in elsewhere
     assert "Computed by: `c`." in elsewhere
     assert "banking77 / kps / ε = 6 / seed 0" not in text  # run, if only served
