@@ -604,6 +604,17 @@ def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
         + "\n\n")
 
 
+def missing_command(corpus: str, method: str, epsilons: list[float | None],
+                    seeds: Iterable[int], args) -> str:
+    """The command that runs these missing cells (resumable), as the design asked them."""
+    given = [f"{e:g}" for e in epsilons if e is not None]
+    return (f"nice -n 10 python benchmarks/bench_whole_documents.py --per-class "
+            f"{args.per_class} --corpora {corpus} --methods {method}"
+            + (f" --epsilons {','.join(given)}" if given else "")
+            + f" --seeds {','.join(map(str, seeds))}"
+            + ("" if args.llm == BENCH_LLM else f" --llm {args.llm}"))
+
+
 def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run. The rows of ``args.also_llm`` (the
@@ -624,10 +635,13 @@ def report(rows: list[dict], args) -> str:
     seeds_missing: dict[tuple, list[int]] = {}
     for c, m, e, s in missing:
         seeds_missing.setdefault((c, m, e), []).append(s)
-    lines = [f"* {c} / {m} / ε = {'–' if e is None else f'{e:g}'} / "
-             f"seed{'s' if len(s) > 1 else ''} {', '.join(map(str, sorted(s)))}"
-             for (c, m, e), s in sorted(seeds_missing.items(),
-                                        key=lambda kv: report_order(*kv[0]))]
+    runs: dict[tuple, list[float | None]] = {}  # the ε of a (corpus, method, seeds) run
+    for (c, m, e), s in sorted(seeds_missing.items(), key=lambda kv: report_order(*kv[0])):
+        runs.setdefault((c, m, tuple(sorted(s))), []).append(e)
+    lines = [f"* {c} / {m} / ε = {', '.join('–' if e is None else f'{e:g}' for e in es)} / "
+             f"seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}: "
+             f"`{missing_command(c, m, es, s, args)}`"
+             for (c, m, s), es in runs.items()]
     mine = [r for r in rows if r["llm"] == args.llm]
     commands = computed_by(mine)
     sources = sorted({r["source"] for r in mine if is_summary(r)})

@@ -164,7 +164,9 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
     assert "Computed by: `c`." in elsewhere
     assert "banking77 / kps / ε = 6 / seed 0" not in text  # run, if only served
     alone = Namespace(**{**vars(args), "also_llm": []})
-    assert "banking77 / kps / ε = 6 / seed 0" in report([row("openai:m@u", 0.5)], alone)
+    assert ("banking77 / kps / ε = 6 / seed 0: `nice -n 10 python benchmarks/"
+            "bench_whole_documents.py --per-class 100 --corpora banking77 --methods kps "
+            "--epsilons 6 --seeds 0 --llm local:m`") in report([row("openai:m@u", 0.5)], alone)
     assert "served by llama.cpp" not in report([row("openai:m@u", 0.5)], alone)
 
 
