@@ -403,30 +403,41 @@ def welch(a: Pooled, b: Pooled) -> tuple[float, float]:
     return float(t), float(pvalue)
 
 
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjustment: the p of each test within its family, so that the
+    tests with adjusted p < α are discoveries at family-wise error α."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    stepped = np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p))))
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted.tolist()
+
+
 def kps_against_others(got: dict[tuple, list[dict]]) -> str:
     """DP-KPS against every other private method at the same (corpus, ε, size): the
     difference of mean accuracies and Welch's test over seeds. "Ahead" or "behind" only
-    where p < 0.05; a cell with one seed is not tested."""
-    table, tally = [], {}
+    where p < 0.05; a cell with one seed is not tested. Holm's adjusted p says which
+    verdicts stand as a family (a reader picking single rows out of many)."""
+    pairs, tally = [], {}
     for (corpus, method, eps, per_class), cell in sorted(got.items(), key=group_order):
         kps = got.get((corpus, "kps", eps, per_class))
         if method not in PRIVATE or method == "kps" or not kps:
             continue
         k, o = pooled_cell(kps)["accuracy"], pooled_cell(cell)["accuracy"]
-        if min(k.n, o.n) < 2:
-            t = pvalue = None
-            verdict = "not tested (1 seed)"
-        else:
-            t, pvalue = welch(k, o)
-            verdict = ("not settled" if pvalue >= 0.05
-                       else "DP-KPS ahead" if t > 0 else "DP-KPS behind")
+        t, pvalue = welch(k, o) if min(k.n, o.n) >= 2 else (None, None)
+        verdict = ("not tested (1 seed)" if t is None else "not settled" if pvalue >= 0.05
+                   else "DP-KPS ahead" if t > 0 else "DP-KPS behind")
         tally.setdefault(verdict, []).append(f"{corpus} {method} ε = {eps:g}")
         name = f"{method} (one candidate pool)" if method == "pate" and one_pool(cell) else method
-        table.append([corpus, f"{eps:g}", name, o, k, f"{k.mean - o.mean:+.3f}",
-                      "–" if t is None else f"{t:.1f}", "–" if t is None else f"{pvalue:.3f}",
-                      verdict])
-    if not table:
+        pairs.append((corpus, eps, name, o, k, t, pvalue, verdict))
+    if not pairs:
         return ""
+    adjusted = iter(holm([pair[6] for pair in pairs if pair[6] is not None]))
+    table = [[corpus, f"{eps:g}", name, o, k, f"{k.mean - o.mean:+.3f}",
+              *(["–"] * 3 if t is None else [f"{t:.1f}", f"{p:.3f}", f"{next(adjusted):.3f}"]),
+              verdict]
+             for corpus, eps, name, o, k, t, p, verdict in pairs]
     return (
         "\n\n**DP-KPS against each other method at equal ε.** The rows above, paired by "
         "(corpus, ε, documents per class): the difference of mean accuracies and Welch's t "
@@ -436,9 +447,12 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
         "`dptext.synthesize` gave PATE the run's seed: their seeds share one pool of public "
         "candidates, folds and queried subset (PATE's public seed stayed 0), so their sd "
         "leaves out the pool's variation and a verdict against them is surer than it "
-        "should be.\n\n"
+        "should be. \"Holm p\" adjusts p for the table's tests as one family: a row "
+        "taken on its own out of this many wants it below 0.05. The claim \"DP-KPS is "
+        "ahead of every other method\" needs no adjustment (it holds only if every row's "
+        "own test says so).\n\n"
         + markdown_table(["corpus", "ε", "method", "its accuracy", "DP-KPS accuracy",
-                          "DP-KPS − it", "Welch t", "p", "verdict"], table)
+                          "DP-KPS − it", "Welch t", "p", "Holm p", "verdict"], table)
         + "\n\n" + "\n".join(f"* {verdict}: {', '.join(cells)}"
                                for verdict, cells in sorted(tally.items())))
 

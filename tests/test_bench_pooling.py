@@ -136,13 +136,24 @@ def test_dp_kps_is_called_ahead_only_where_welchs_test_says_so():
     text = kps_against_others(got)
     t, p = ttest_ind(kps, close, equal_var=False)
     assert f"| c | 6 | augpe | {np.mean(close):.3f} ± {np.std(close, ddof=1):.3f} | " in text
-    assert f"| +0.013 | {t:.1f} | {p:.3f} | not settled |" in text
+    _, p_far = ttest_ind(kps, far, equal_var=False)  # Holm: the smaller p times 2
+    assert f"| +0.013 | {t:.1f} | {p:.3f} | {p:.3f} | not settled |" in text
+    assert f"| {p_far:.3f} | {2 * p_far:.3f} | DP-KPS ahead |" in text
+    assert "| 0.950 (1 seed) | 0.880 ± 0.010 | -0.070 | – | – | – | not tested (1 seed) |" in text
     assert "| c | 6 | invisibleink |" in text and "| DP-KPS ahead |" in text
-    assert "| c | 6 | dpft | 0.950 (1 seed) |" in text and "not tested (1 seed)" in text
+    assert "| c | 6 | dpft | 0.950 (1 seed) |" in text
     assert "| 3 |" not in text and "real" not in text
     got[("c", "invisibleink", 6.0, 100)] = seeds_of(0.95, 0.96, 0.97)
     assert "| DP-KPS behind |" in kps_against_others(got)
     assert kps_against_others({("c", "kps", 6.0, 100): seeds_of(*kps)}) == ""
+
+
+def test_holms_adjustment_steps_down_and_keeps_the_order():
+    from bench_whole_documents import holm
+
+    # sorted 0.01, 0.02, 0.03, 0.04 times 4, 3, 2, 1: 0.04, 0.06, 0.06 (monotone), 0.06
+    assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0]) and holm([0.2]) == [0.2]
 
 
 def test_pate_rows_from_before_the_runs_seed_reached_it_are_one_pool():
