@@ -55,6 +55,11 @@ def test_evaluate_bad_input_is_a_clean_error(tmp_path):
                                    "--real-test", "demo:bbc-news/test",
                                    "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "neither 'text' nor 'keyphrases'" in said(res.output)
+    res = CliRunner().invoke(app, ["evaluate", "--synthetic", str(tmp_path / "s.jsonl"),
+                                   "--real-test", "demo:bbc-news/test", "--classifiers",
+                                   "mlp,svm", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "unknown classifier(s) svm; use tfidf, mlp, finetune" in said(res.output)
 
 
 def test_keyphrase_file_protocol_and_multilabel(tmp_path):

@@ -78,13 +78,15 @@ def evaluate(
     from dptext.evaluate.report import write_report
     from dptext.evaluate.suite import EvalConfig
     from dptext.evaluate.suite import evaluate as run
+    from dptext.evaluate.utility import CLASSIFIERS
 
     try:
         groups = _split(group_columns)
         clfs = _split(classifiers)
-        bad = [c for c in clfs if c not in ("tfidf", "mlp", "finetune")]
+        bad = [c for c in clfs if c not in CLASSIFIERS]
         if bad:
-            raise InputError(f"unknown classifier(s) {', '.join(bad)}; use tfidf, mlp, finetune")
+            raise InputError(f"unknown classifier(s) {', '.join(bad)}; use "
+                             f"{', '.join(CLASSIFIERS)}")
         syn = read_synthetic(synthetic)
         test = read_real(real_test, text_column=text_column, label_column=label_column,
                          label_sep=label_sep, extra_columns=groups)

@@ -113,10 +113,6 @@ class ReleasedHistogram:
         purity = np.divide(c, col, out=np.zeros_like(c), where=col > 0)
         return c * purity**power
 
-    def expected_cells(self, label: Hashable) -> int:
-        """How many of the class's cells rose above the floor (a released value)."""
-        return int(np.count_nonzero(self.counts[self.labels.index(label)]))
-
 
 @dataclass(frozen=True)
 class ClassTermCounts:

@@ -48,7 +48,6 @@ CATALOGUE: dict[str, GGUFModel] = {
     )
 }
 DEFAULT_LOCAL_MODEL = "qwen2.5-1.5b"  # best quality of the three; see README
-TEST_LOCAL_MODEL = "smollm2-135m"
 
 
 def cache_dir() -> Path:
@@ -76,14 +75,6 @@ def _part_path(module: str) -> Path:
     if len(parts) != 1:
         raise LLMError(f"cannot find the model part inside package {module!r}")
     return parts[0]
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def resolve_model_path(name: str) -> Path:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
@@ -248,6 +248,3 @@ def audit_gaussian(epsilon: float = 4.0, delta: float = 1e-3, *, samples: int = 
     return audit_statistics("Gaussian mechanism (Δ₂ = 2)", [(a, b, "output coordinate")],
                             epsilon=epsilon, delta=delta, confidence=confidence,
                             started=started, broken=broken)
-
-
-MechanismAudit = Callable[..., AuditRow]

@@ -26,7 +26,6 @@ the terminal (the progress bar), never returned, logged or saved.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -300,7 +299,3 @@ class _Bar:
 
 def _progress(on: bool, total: int, start: int) -> _Bar | None:
     return _Bar(total, start) if on else None
-
-
-def save_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2))
