@@ -72,7 +72,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_keyphrase_models import append_row, load_rows, src_tree
-from record import bench_dir, command_line, markdown_table, record
+from record import bench_dir, command_line, markdown_table, record, record_readme
 from synthetic_protocol import (
     BENCH_LLM,
     DATASETS,
@@ -258,10 +258,29 @@ def is_summary(row: dict) -> bool:
     return row.get("kind") == "summary"
 
 
+def row_key(r: dict) -> tuple:
+    return key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
+
+
+def reused_pool(r: dict) -> bool:
+    """A PATE seed row from before ``dptext.synthesize`` passed the run's seed to PATE: it
+    kept no ``public_seed`` and reused seed 0's pool of public candidates."""
+    return (r["method"] == "pate" and not is_summary(r) and r["seed"] != 0
+            and r.get("public_seed") is None)
+
+
 def done_keys(rows: list[dict]) -> set[tuple]:
-    """Every (cell, seed) with a result: a cell row's seed, or each seed of a summary."""
-    return {key(r["corpus"], r["method"], r["epsilon"], seed, r["per_class"], r["llm"])
-            for r in rows for seed in (r["seeds"] if is_summary(r) else [r["seed"]])}
+    """Every (cell, seed) with a result: a cell row's seed, or each seed of a summary. A seed
+    that reused another's PATE pool is not done: a run gives it its own pool."""
+    return ({row_key(r) for r in rows if not is_summary(r) and not reused_pool(r)}
+            | {key(r["corpus"], r["method"], r["epsilon"], seed, r["per_class"], r["llm"])
+               for r in rows if is_summary(r) for seed in r["seeds"]})
+
+
+def current(rows: list[dict]) -> list[dict]:
+    """The rows a report stands on: a reused-pool seed row gives way to its seed's rerun."""
+    rerun = {row_key(r) for r in rows if not is_summary(r) and not reused_pool(r)}
+    return [r for r in rows if not (reused_pool(r) and row_key(r) in rerun)]
 
 
 def design(args) -> list[tuple[str, str, float | None, int]]:
@@ -562,7 +581,8 @@ LIMIT = 100.0  # a cell at ε ≥ LIMIT stands for the configuration's ε → �
 GLANCE_NOTES = {
     "¹": "its seeds share one pool of public candidates (PATE, before `dptext.synthesize` "
          "passed it the run's seed: below)",
-    "²": "documents written through llama.cpp's server (the served table below)"}
+    "²": "documents written through llama.cpp's server (the served table in "
+         "`docs/benchmarks.md`)"}
 
 
 def glance_row(corpus: str, method: str, cells: dict, served: bool, small: list[float],
@@ -592,7 +612,18 @@ def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
     """One row per (corpus, method) at the design's size: its accuracy at no ε, at each
     requested ε below ``LIMIT`` and at its largest ε (the ε → ∞ limit), and its LLM calls
     per 1,000 documents. A (corpus, method) with no cell of ``args.llm`` shows its served
-    cells (``args.also_llm``), marked; the README's summary is this table."""
+    cells (``args.also_llm``), marked. Heading, table and notes; the README's summary is
+    the table and notes (``--write`` copies them)."""
+    body = glance_body(got, others, args)
+    wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
+    return (
+        f"**At a glance** ({args.per_class} documents per class; accuracy, mean ± sd over "
+        f"the seeds; ε → ∞ is the same configuration at ε = {wanted or LIMIT:g}):\n\n"
+        + body + "\n\n") if body else ""
+
+
+def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]], args) -> str:
+    """The at-a-glance table and the notes for the marks it uses."""
     small = sorted(e for e in args.epsilons if e < LIMIT)
     wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
     pairs: dict[tuple, tuple[bool, dict]] = {}
@@ -611,11 +642,7 @@ def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
         return ""
     text = markdown_table(["corpus", "method", "no ε", *(f"ε = {e:g}" for e in small),
                            "ε → ∞", "LLM calls per 1,000 documents"], table)
-    return (
-        f"**At a glance** ({args.per_class} documents per class; accuracy, mean ± sd over "
-        f"the seeds; ε → ∞ is the same configuration at ε = {wanted or LIMIT:g}):\n\n"
-        + text + "".join(f"\n\n{m} {note}" for m, note in GLANCE_NOTES.items() if m in text)
-        + "\n\n")
+    return text + "".join(f"\n\n{m} {note}" for m, note in GLANCE_NOTES.items() if m in text)
 
 
 def missing_command(corpus: str, method: str, epsilons: list[float | None],
@@ -629,18 +656,26 @@ def missing_command(corpus: str, method: str, epsilons: list[float | None],
             + ("" if args.llm == BENCH_LLM else f" --llm {args.llm}"))
 
 
-def report(rows: list[dict], args) -> str:
-    """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
-    cells of the requested design that have not run. The rows of ``args.also_llm`` (the
-    same model served elsewhere) come in their own table."""
+def cells_by_llm(rows: list[dict], args) -> tuple[dict[tuple, list[dict]], dict]:
+    """The rows of ``args.llm`` by (corpus, method, ε, size), and those of ``args.also_llm``
+    by (corpus, method, ε, size, llm)."""
     got: dict[tuple, list[dict]] = {}
     others: dict[tuple, list[dict]] = {}
-    for r in rows:
+    for r in current(rows):
         group = (r["corpus"], r["method"], r["epsilon"], r["per_class"])
         if r["llm"] == args.llm:
             got.setdefault(group, []).append(r)
         elif r["llm"] in args.also_llm and r["method"] != "real":
             others.setdefault((*group, r["llm"]), []).append(r)
+    return got, others
+
+
+def report(rows: list[dict], args) -> str:
+    """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
+    cells of the requested design that have not run. The rows of ``args.also_llm`` (the
+    same model served elsewhere) come in their own table."""
+    rows = current(rows)
+    got, others = cells_by_llm(rows, args)
     table = [cell_line(*group, cell) for group, cell in sorted(got.items(), key=group_order)]
     done = done_keys(rows)
     missing = [c for c in design(args)
@@ -705,7 +740,8 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=RESULTS,
                     help="the results file (default: the committed one)")
     ap.add_argument("--report", action="store_true", help="only render the results")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    ap.add_argument("--write", action="store_true",
+                    help="write docs/benchmarks.md (with --report also the README's summary)")
     args = ap.parse_args()
     args.corpora = args.corpora.split(",")
     args.methods = args.methods.split(",")
@@ -738,6 +774,9 @@ def main() -> None:
     text = report(rows, args)
     if args.write:
         record("whole-documents", TITLE, text)
+        if args.report:  # the whole design's summary, not a partial run's
+            record_readme("whole-documents", glance_body(*cells_by_llm(rows, args), args)
+                          + "\n\n–: not run, or no such cell.")
     else:
         print(text)
 

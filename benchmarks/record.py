@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
 HEADER = """# Benchmarks
 
 Figures written by the scripts in `benchmarks/`; each section says which command,
@@ -82,6 +83,20 @@ def record(name: str, title: str, body: str) -> None:
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(text)
     print(f"wrote section {name!r} of {DOC.relative_to(ROOT)}")
+
+
+def record_readme(name: str, body: str, readme: Path = README) -> None:
+    """Replace the README's block ``name`` (between ``<!-- readme:NAME -->`` and its closing
+    marker) with ``body``: a summary in the README is a copy of what the benchmark
+    computed, never retyped by hand."""
+    start, end = f"<!-- readme:{name} -->", f"<!-- /readme:{name} -->"
+    text = readme.read_text()
+    if start not in text or end not in text:
+        raise SystemExit(f"{readme.name} has no block {start} … {end}: add both markers "
+                         "around the summary this benchmark writes")
+    head, rest = text.split(start, 1)
+    readme.write_text(f"{head}{start}\n{body.strip()}\n{rest[rest.index(end):]}")
+    print(f"wrote block {name!r} of {readme.name}")
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:

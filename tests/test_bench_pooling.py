@@ -15,6 +15,7 @@ from bench_whole_documents import (
     Pooled,
     augpe_against_kps,
     augpe_curve,
+    current,
     done_keys,
     kps_against_others,
     one_pool,
@@ -71,6 +72,18 @@ def test_every_seed_of_a_summary_counts_as_done():
             "seed": 2}
     done = done_keys([row, cell])
     assert {k[3] for k in done} == {0, 1, 2}
+
+
+def test_a_seed_that_reused_another_pate_pool_is_rerun_and_then_gives_way():
+    base = {"corpus": "c", "method": "pate", "epsilon": 6.0, "per_class": 100, "llm": "local:x"}
+    old = [{**base, "seed": s, "accuracy": 0.6} for s in (0, 1, 2)]  # no public_seed kept
+    assert {k[3] for k in done_keys(old)} == {0}  # seeds 1 and 2 reused seed 0's pool
+    rerun = {**base, "seed": 1, "accuracy": 0.5, "public_seed": 1}
+    rows = current([*old, rerun])
+    assert rerun in rows and old[1] not in rows and old[2] in rows and old[0] in rows
+    assert {k[3] for k in done_keys([*old, rerun])} == {0, 1}
+    other = {**old[1], "method": "kps"}  # only PATE passed the run's seed late
+    assert current([other]) == [other] and len(done_keys([other])) == 1
 
 
 def augpe_row(seed: int, accuracies: list[float], calls: int) -> dict:

@@ -4,6 +4,8 @@ path of the machine they ran on."""
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import record
@@ -17,3 +19,22 @@ def test_the_command_line_writes_the_home_folder_as_tilde(monkeypatch, tmp_path)
     line = record.command_line()
     assert line == "python benchmarks/bench_x.py --work-dir ~/'cells a' --n 3 ~/jobs"
     assert str(tmp_path) not in line
+
+
+def test_the_readme_block_is_replaced_between_its_markers_and_nothing_else(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- readme:x -->\nold table\n<!-- /readme:x -->\n\nafter\n")
+    record.record_readme("x", "| new | table |\n", readme)
+    assert readme.read_text() == ("intro\n<!-- readme:x -->\n| new | table |\n"
+                                  "<!-- /readme:x -->\n\nafter\n")
+    record.record_readme("x", "again", readme)  # and again: the markers stay
+    assert readme.read_text().count("<!-- readme:x -->") == 1
+    assert "again\n<!-- /readme:x -->" in readme.read_text()
+
+
+def test_a_readme_without_the_markers_is_a_clear_error(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="add both markers"):
+        record.record_readme("x", "body", readme)
+    assert readme.read_text() == "no markers\n"
