@@ -258,29 +258,35 @@ def is_summary(row: dict) -> bool:
     return row.get("kind") == "summary"
 
 
-def row_key(r: dict) -> tuple:
-    return key(r["corpus"], r["method"], r["epsilon"], r["seed"], r["per_class"], r["llm"])
+def seed_keys(r: dict) -> set[tuple]:
+    """The (cell, seed) keys a row gives a result for: its seed, or each seed of a summary."""
+    return {key(r["corpus"], r["method"], r["epsilon"], seed, r["per_class"], r["llm"])
+            for seed in (r["seeds"] if is_summary(r) else [r["seed"]])}
 
 
 def reused_pool(r: dict) -> bool:
-    """A PATE seed row from before ``dptext.synthesize`` passed the run's seed to PATE: it
-    kept no ``public_seed`` and reused seed 0's pool of public candidates."""
-    return (r["method"] == "pate" and not is_summary(r) and r["seed"] != 0
-            and r.get("public_seed") is None)
+    """Whether a PATE row's seeds shared seed 0's pool of public candidates: rows from before
+    ``dptext.synthesize`` passed the run's seed to PATE keep no ``public_seed`` (it was 0);
+    a summary's seeds all did."""
+    return r.get("public_seed") is None and (is_summary(r) or r["seed"] != 0)
+
+
+def stale(r: dict) -> bool:
+    """A PATE row whose seeds reused one pool: the design wants each seed its own."""
+    return r["method"] == "pate" and reused_pool(r)
 
 
 def done_keys(rows: list[dict]) -> set[tuple]:
-    """Every (cell, seed) with a result: a cell row's seed, or each seed of a summary. A seed
-    that reused another's PATE pool is not done: a run gives it its own pool."""
-    return ({row_key(r) for r in rows if not is_summary(r) and not reused_pool(r)}
-            | {key(r["corpus"], r["method"], r["epsilon"], seed, r["per_class"], r["llm"])
-               for r in rows if is_summary(r) for seed in r["seeds"]})
+    """Every (cell, seed) with a result, except stale PATE rows: a run redoes their seeds,
+    each with its own pool."""
+    return set().union(*(seed_keys(r) for r in rows if not stale(r)))
 
 
 def current(rows: list[dict]) -> list[dict]:
-    """The rows a report stands on: a reused-pool seed row gives way to its seed's rerun."""
-    rerun = {row_key(r) for r in rows if not is_summary(r) and not reused_pool(r)}
-    return [r for r in rows if not (reused_pool(r) and row_key(r) in rerun)]
+    """The rows a report stands on: a stale PATE row gives way once any of its seeds is
+    redone (a summary cannot give up one seed and keep the others)."""
+    redone = done_keys(rows)
+    return [r for r in rows if not (stale(r) and seed_keys(r) & redone)]
 
 
 def design(args) -> list[tuple[str, str, float | None, int]]:
@@ -496,10 +502,8 @@ COLUMNS = ["corpus", "method", "ε", "per class", "seeds", "accuracy",
 
 
 def one_pool(cell: list[dict]) -> bool:
-    """Whether a PATE cell's seeds shared one public candidate pool: rows from before
-    ``dptext.synthesize`` passed the run's seed to PATE keep no ``public_seed`` (it was 0)."""
-    return any(r.get("public_seed") is None and (is_summary(r) or r["seed"] != 0)
-               for r in cell)
+    """Whether some of a PATE cell's seeds shared one public candidate pool."""
+    return any(map(reused_pool, cell))
 
 
 def cell_line(corpus: str, method: str, eps: float | None, per_class: int,

@@ -84,6 +84,10 @@ def test_a_seed_that_reused_another_pate_pool_is_rerun_and_then_gives_way():
     assert {k[3] for k in done_keys([*old, rerun])} == {0, 1}
     other = {**old[1], "method": "kps"}  # only PATE passed the run's seed late
     assert current([other]) == [other] and len(done_keys([other])) == 1
+    published = {**base, **summary([0.7, 0.8, 0.75])}  # seeds 0, 1, 2 on one pool
+    assert done_keys([published]) == set()
+    assert current([published, old[1]]) == [published, old[1]]
+    assert current([published, {**base, "seed": 0, "public_seed": 0}])[0]["seed"] == 0
 
 
 def augpe_row(seed: int, accuracies: list[float], calls: int) -> dict:
