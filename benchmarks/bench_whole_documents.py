@@ -264,16 +264,22 @@ def seed_keys(r: dict) -> set[tuple]:
             for seed in (r["seeds"] if is_summary(r) else [r["seed"]])}
 
 
-def reused_pool(r: dict) -> bool:
-    """Whether a PATE row's seeds shared seed 0's pool of public candidates: rows from before
-    ``dptext.synthesize`` passed the run's seed to PATE keep no ``public_seed`` (it was 0);
-    a summary's seeds all did."""
-    return r.get("public_seed") is None and (is_summary(r) or r["seed"] != 0)
+#: PATE's public candidates per document (its default, which every cell here used)
+CANDIDATES_PER_DOC = 4
+
+
+def older_pate(r: dict) -> bool:
+    """Whether a PATE row ran before two fixes the design needs: each seed its own pool of
+    public candidates (a row without ``public_seed`` reused seed 0's; a summary's seeds all
+    did), and candidates the LLM refused or looped in asked again (commit 236afd6; before
+    it a cell made exactly one call per candidate and kept the refusals)."""
+    return r.get("public_seed") is None and (
+        is_summary(r) or r["seed"] != 0 or r["llm_calls"] == CANDIDATES_PER_DOC * r["documents"])
 
 
 def stale(r: dict) -> bool:
-    """A PATE row whose seeds reused one pool: the design wants each seed its own."""
-    return r["method"] == "pate" and reused_pool(r)
+    """A row the design wants redone: an older PATE row."""
+    return r["method"] == "pate" and older_pate(r)
 
 
 def done_keys(rows: list[dict]) -> set[tuple]:
@@ -454,7 +460,7 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
         verdict = ("not tested (1 seed)" if t is None else "not settled" if pvalue >= 0.05
                    else "DP-KPS ahead" if t > 0 else "DP-KPS behind")
         tally.setdefault(verdict, []).append(f"{corpus} {method} ε = {eps:g}")
-        name = f"{method} (one candidate pool)" if method == "pate" and one_pool(cell) else method
+        name = f"{method} (older runs)" if method == "pate" and older(cell) else method
         pairs.append((corpus, eps, name, o, k, t, pvalue, verdict))
     if not pairs:
         return ""
@@ -468,11 +474,14 @@ def kps_against_others(got: dict[tuple, list[dict]]) -> str:
         "(corpus, ε, documents per class): the difference of mean accuracies and Welch's t "
         "test over the seeds (two-sided p). \"Ahead\" and \"behind\" where p < 0.05; "
         "with 3 seeds a side and equal sds that takes a difference of 2.3 sds (t ≥ 2.78 at "
-        "4 degrees of freedom). PATE cells marked \"one candidate pool\" ran before "
-        "`dptext.synthesize` gave PATE the run's seed: their seeds share one pool of public "
-        "candidates, folds and queried subset (PATE's public seed stayed 0), so their sd "
-        "leaves out the pool's variation and a verdict against them is surer than it "
-        "should be. \"Holm p\" adjusts p for the table's tests as one family: a row "
+        "4 degrees of freedom). PATE cells marked \"older runs\" hold rows from before "
+        "two fixes: `dptext.synthesize` gave PATE the run's seed (before it, every seed "
+        "shared one pool of public candidates, folds and queried subset, so the sd leaves "
+        "out the pool's variation and a verdict against them is surer than it should be), "
+        "and PATE asked refused or looping candidates again (before it, refusals stayed in "
+        "the pool as candidates). "
+        "Each such seed is listed below to run again; its new row replaces the old. "
+        "\"Holm p\" adjusts p for the table's tests as one family: a row "
         "taken on its own out of this many wants it below 0.05. The claim \"DP-KPS is "
         "ahead of every other method\" needs no adjustment (it holds only if every row's "
         "own test says so).\n\n"
@@ -501,9 +510,9 @@ COLUMNS = ["corpus", "method", "ε", "per class", "seeds", "accuracy",
            "wall hours per 1,000 documents"]
 
 
-def one_pool(cell: list[dict]) -> bool:
-    """Whether some of a PATE cell's seeds shared one public candidate pool."""
-    return any(map(reused_pool, cell))
+def older(cell: list[dict]) -> bool:
+    """Whether some of a PATE cell's rows ran before its fixes (``older_pate``)."""
+    return any(map(older_pate, cell))
 
 
 def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
@@ -512,8 +521,8 @@ def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
     p = pooled_cell(cell)
     docs, priced = p["documents"], p["documents"] and method != "real"
     seeds = ", ".join(map(str, p["seeds"]))
-    if method == "pate" and one_pool(cell):
-        seeds += " (one candidate pool)"
+    if method == "pate" and older(cell):
+        seeds += " (older runs)"
     return [corpus, method, "–" if eps is None else f"{eps:g}", per_class,
             seeds, p["accuracy"], p["keyphrases"],
             p["difference"], p["macro_f1"], f"{docs / len(p['seeds']):.0f}",
@@ -583,8 +592,9 @@ LIMIT = 100.0  # a cell at ε ≥ LIMIT stands for the configuration's ε → �
 
 
 GLANCE_NOTES = {
-    "¹": "its seeds share one pool of public candidates (PATE, before `dptext.synthesize` "
-         "passed it the run's seed: below)",
+    "¹": "PATE rows from before its seeds got their own candidate pools and its refused "
+         "candidates were asked again; redone seeds replace them (see DP-KPS against each "
+         "other method)",
     "²": "documents written through llama.cpp's server (the served table in "
          "`docs/benchmarks.md`)"}
 
@@ -599,7 +609,7 @@ def glance_row(corpus: str, method: str, cells: dict, served: bool, small: list[
     def shown(eps: float | None) -> str:
         if eps not in pooled:
             return "–"
-        mark = "¹" if method == "pate" and one_pool(cells[eps]) else ""
+        mark = "¹" if method == "pate" and older(cells[eps]) else ""
         mark += "²" if served else ""
         other = f" (ε = {eps:g})" if eps is not None and eps == limit != wanted else ""
         return f"{pooled[eps]['accuracy']}{mark}{other}"

@@ -18,7 +18,7 @@ from bench_whole_documents import (
     current,
     done_keys,
     kps_against_others,
-    one_pool,
+    older,
     peer_note,
     pooled_cell,
 )
@@ -75,7 +75,8 @@ def test_every_seed_of_a_summary_counts_as_done():
 
 
 def test_a_seed_that_reused_another_pate_pool_is_rerun_and_then_gives_way():
-    base = {"corpus": "c", "method": "pate", "epsilon": 6.0, "per_class": 100, "llm": "local:x"}
+    base = {"corpus": "c", "method": "pate", "epsilon": 6.0, "per_class": 100, "llm": "local:x",
+            "documents": 100, "llm_calls": 431}  # more calls than candidates: retries
     old = [{**base, "seed": s, "accuracy": 0.6} for s in (0, 1, 2)]  # no public_seed kept
     assert {k[3] for k in done_keys(old)} == {0}  # seeds 1 and 2 reused seed 0's pool
     rerun = {**base, "seed": 1, "accuracy": 0.5, "public_seed": 1}
@@ -173,13 +174,16 @@ def test_holms_adjustment_steps_down_and_keeps_the_order():
     assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0]) and holm([0.2]) == [0.2]
 
 
-def test_pate_rows_from_before_the_runs_seed_reached_it_are_one_pool():
+def test_pate_rows_from_before_its_fixes_are_older():
     old = seeds_of(0.60, 0.62, 0.61)  # no public_seed kept: seeds 1 and 2 reused seed 0's
-    assert one_pool(old) and one_pool([summary([0.7, 0.8])])
+    assert older(old) and older([summary([0.7, 0.8])])
     new = [{**r, "public_seed": r["seed"]} for r in old]
-    assert not one_pool(new) and not one_pool(old[:1])
+    assert not older(new) and not older(old[:1])
+    # seed 0 on its own pool, but one call per candidate: refusals were never asked again
+    unchecked = {**old[0], "documents": 100, "llm_calls": 400}
+    assert older([unchecked]) and not older([{**unchecked, "llm_calls": 431}])
     got = {("c", "kps", 6.0, 100): seeds_of(0.70, 0.71, 0.72), ("c", "pate", 6.0, 100): old}
-    assert "| c | 6 | pate (one candidate pool) |" in kps_against_others(got)
+    assert "| c | 6 | pate (older runs) |" in kps_against_others(got)
     got[("c", "pate", 6.0, 100)] = new
     assert "| c | 6 | pate |" in kps_against_others(got)
 
@@ -208,5 +212,5 @@ def test_the_glance_table_has_one_row_per_method_and_marks_what_differs():
     assert rows[3] == "| c | **DP-KPS** | – | 0.810 ± 0.014 | 0.860 ± 0.010 | – | 0 |"
     assert "| 0.710 ± 0.014¹ (ε = 500) |" in rows[4]
     assert rows[2].startswith("| c | real documents | 0.955 ± 0.007 | – | – | – | – |")
-    assert "¹ its seeds share one pool" in text and "² documents written" in text
+    assert "¹ PATE rows from before" in text and "² documents written" in text
     assert glance_table({}, {}, args) == ""
