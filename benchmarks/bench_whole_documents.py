@@ -61,6 +61,7 @@ import json
 import math
 import signal
 import sys
+import textwrap
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -628,15 +629,16 @@ def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
     per 1,000 documents. A (corpus, method) with no cell of ``args.llm`` shows its served
     cells (``args.also_llm``), marked. Heading, table and notes; the README's summary is
     the table and notes (``--write`` copies them)."""
-    body = glance_body(got, others, args)
+    table, notes = glance_body(got, others, args)
     wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
     return (
         f"**At a glance** ({args.per_class} documents per class; accuracy, mean ± sd over "
         f"the seeds; ε → ∞ is the same configuration at ε = {wanted or LIMIT:g}):\n\n"
-        + body + "\n\n") if body else ""
+        + table + "".join(f"\n\n{n}" for n in notes) + "\n\n") if table else ""
 
 
-def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]], args) -> str:
+def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
+                args) -> tuple[str, list[str]]:
     """The at-a-glance table and the notes for the marks it uses."""
     small = sorted(e for e in args.epsilons if e < LIMIT)
     wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
@@ -653,10 +655,19 @@ def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]], a
              for (corpus, method), (served, cells) in sorted(pairs.items(), key=lambda kv: (
                  order.get(kv[0][0], len(order)), kv[0][0], METHODS.index(kv[0][1])))]
     if not table:
-        return ""
+        return "", []
     text = markdown_table(["corpus", "method", "no ε", *(f"ε = {e:g}" for e in small),
                            "ε → ∞", "LLM calls per 1,000 documents"], table)
-    return text + "".join(f"\n\n{m} {note}" for m, note in GLANCE_NOTES.items() if m in text)
+    return text, [f"{m} {note}" for m, note in GLANCE_NOTES.items() if m in text]
+
+
+def readme_summary(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
+                   args) -> str:
+    """The README's copy of the at-a-glance table, its notes as one wrapped paragraph."""
+    table, notes = glance_body(got, others, args)
+    notes = "".join(f"{n}. " for n in notes) + "–: not run, or no such cell."
+    return table + "\n\n" + textwrap.fill(notes, 88, break_on_hyphens=False,
+                                           break_long_words=False)
 
 
 def missing_command(corpus: str, method: str, epsilons: list[float | None],
@@ -789,8 +800,7 @@ def main() -> None:
     if args.write:
         record("whole-documents", TITLE, text)
         if args.report:  # the whole design's summary, not a partial run's
-            record_readme("whole-documents", glance_body(*cells_by_llm(rows, args), args)
-                          + "\n\n–: not run, or no such cell.")
+            record_readme("whole-documents", readme_summary(*cells_by_llm(rows, args), args))
     else:
         print(text)
 

@@ -191,7 +191,7 @@ def test_pate_rows_from_before_its_fixes_are_older():
 def test_the_glance_table_has_one_row_per_method_and_marks_what_differs():
     from argparse import Namespace
 
-    from bench_whole_documents import glance_table
+    from bench_whole_documents import glance_table, readme_summary
 
     served = "openai:m@u"
     got = {("c", "real", None, 100): seeds_of(0.95, 0.96),
@@ -214,3 +214,9 @@ def test_the_glance_table_has_one_row_per_method_and_marks_what_differs():
     assert rows[2].startswith("| c | real documents | 0.955 ± 0.007 | – | – | – | – |")
     assert "¹ PATE rows from before" in text and "² documents written" in text
     assert glance_table({}, {}, args) == ""
+    readme = readme_summary(got, others, args)  # the same table, its notes one paragraph
+    table = "\n".join(line for line in text.split("\n") if line.startswith("|"))
+    assert readme.startswith(table + "\n\n¹ PATE rows from before")
+    notes = readme[len(table):].strip()
+    assert notes.endswith("–: not run, or no such cell.") and ". ² documents" in notes
+    assert max(map(len, notes.split("\n"))) <= 88
