@@ -699,7 +699,6 @@ def report(rows: list[dict], args) -> str:
     """Every row of ``args.llm`` (any size), grouped by corpus, method, ε and size; then the
     cells of the requested design that have not run. The rows of ``args.also_llm`` (the
     same model served elsewhere) come in their own table."""
-    rows = current(rows)
     got, others = cells_by_llm(rows, args)
     table = [cell_line(*group, cell) for group, cell in sorted(got.items(), key=group_order)]
     done = done_keys(rows)
@@ -716,7 +715,7 @@ def report(rows: list[dict], args) -> str:
              f"seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}: "
              f"`{missing_command(c, m, es, s, args)}`"
              for (c, m, s), es in runs.items()]
-    mine = [r for r in rows if r["llm"] == args.llm]
+    mine = [r for cell in got.values() for r in cell]
     commands = computed_by(mine)
     sources = sorted({r["source"] for r in mine if is_summary(r)})
     return (
