@@ -63,7 +63,7 @@ import signal
 import sys
 import textwrap
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -159,10 +159,18 @@ def generator_documents(method: str, data: BenchData, eps: float, per_class: int
         data.train, method, out=out, epsilon=eps, delta=DELTA, llm=llm,
         resume=(folder / "synthetic.jsonl.run").exists(), seed=seed,
         dataset_id=f"bench-whole-documents-{data.name}", allow_budget_overrun=True,
-        concurrency=concurrency, **options)
+        concurrency=concurrency, progress=True, say=say_for(folder.name), **options)
     calls = result.stats.total if result.stats is not None else 0
     return [(d["text"], d["label"]) for d in result.documents], calls, \
         result.ledger.guarantee().epsilon
+
+
+def say_for(cell: str) -> Callable[[str], None]:
+    """A generator's phase messages, stamped with the time and the cell, on stderr: a run of
+    hours in a log shows where it is (its progress bars print there as each phase ends)."""
+    def say(message: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {cell}: {message}", file=sys.stderr, flush=True)
+    return say
 
 
 def peer_documents(data: BenchData, eps: float, per_class: int, seed: int, folder: Path,
