@@ -216,6 +216,7 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
     if method == "augpe":
         row["by_iteration"] = augpe_by_iteration(folder, data, seed, calls)
+        row["llm_calls"] = round(row["by_iteration"][-1][2])  # earlier invocations included
     if method == "pate":  # its candidate pool's seed (older rows: 0 for every seed)
         run = json.loads((folder / "synthetic.jsonl.run" / "run.json").read_text())
         row["public_seed"] = run["config"]["release"]["seed"]
@@ -245,7 +246,8 @@ def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
     """Aug-PE's population after each iteration t (its run saves them), scored by the same
     classifier: ``[t, accuracy, LLM calls]``. The cell's calls are apportioned to the
     iterations as the run saved them (``RunState.counts``: retries included; a run folder
-    from before that counts N per iteration)."""
+    from before that counts N per iteration). A resumed run's ``calls`` (its process's
+    stats) leave out the iterations it loaded from the folder: their saved counts stand."""
     from dptext.generators.augpe.state import RunState
 
     state = RunState(folder / "synthetic.jsonl.run" / "augpe")
@@ -253,6 +255,7 @@ def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
     while (population := state.population(len(populations))) is not None:
         populations.append(population)
     prompts = np.cumsum([state.counts(t)["llm_calls"] for t in range(len(populations))])
+    calls = max(calls, int(prompts[-1]))  # a resumed run's stats miss the iterations it loaded
     return [[t, downstream([text for text, _ in p], [label for _, label in p], data,
                            seed=seed)["accuracy"], calls * int(n) / int(prompts[-1])]
             for t, (p, n) in enumerate(zip(populations, prompts, strict=True))]

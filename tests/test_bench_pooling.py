@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_whole_documents import (
     Pooled,
     augpe_against_kps,
+    augpe_by_iteration,
     augpe_curve,
     current,
     done_keys,
@@ -119,6 +120,24 @@ def test_augpe_is_priced_at_the_first_iteration_reaching_dp_kps():
     text = augpe_against_kps(got)
     assert "does not reach DP-KPS's 0.800 in 3 iterations (best 0.750 after iteration 3)" in text
     assert "spends 3.2× DP-KPS's LLM calls" in text
+
+
+def test_a_resumed_augpe_cell_counts_the_calls_of_the_iterations_it_loaded(tmp_path,
+                                                                            monkeypatch):
+    """A resumed run's process counts only the calls it made; the iterations it loaded
+    from the run folder keep their saved counts, so the cell's calls are their sum."""
+    import bench_whole_documents
+    from dptext.generators.augpe.state import RunState
+
+    state = RunState(tmp_path / "synthetic.jsonl.run" / "augpe")
+    for t, calls in enumerate((1073, 853, 844)):
+        state.save_population(t, [(f"text {t}", "a")], {"llm_calls": calls, "checks": {}})
+    monkeypatch.setattr(bench_whole_documents, "downstream",
+                        lambda texts, labels, data, seed: {"accuracy": 0.5})
+    resumed = augpe_by_iteration(tmp_path, None, 0, calls=853 + 844)  # iteration 0 loaded
+    assert [row[2] for row in resumed] == [1073, 1073 + 853, 1073 + 853 + 844]
+    fresh = augpe_by_iteration(tmp_path, None, 0, calls=2 * 2770)  # stats above the counts
+    assert fresh[-1][2] == 2 * 2770 and fresh[0][2] == pytest.approx(2 * 1073)
 
 
 def test_no_augpe_curve_no_section():
