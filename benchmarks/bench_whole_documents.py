@@ -160,7 +160,9 @@ def generator_documents(method: str, data: BenchData, eps: float, per_class: int
         resume=(folder / "synthetic.jsonl.run").exists(), seed=seed,
         dataset_id=f"bench-whole-documents-{data.name}", allow_budget_overrun=True,
         concurrency=concurrency, progress=True, say=say_for(folder.name), **options)
-    calls = result.stats.total if result.stats is not None else 0
+    # the run's own count (retries included), which a resumed run keeps for what it loaded
+    # from its run folder; this process's ``result.stats`` counts only what it ran
+    calls = result.report["parameters"].get("llm_calls", 0)  # dpft: no chat calls
     return [(d["text"], d["label"]) for d in result.documents], calls, \
         result.ledger.guarantee().epsilon
 
@@ -215,8 +217,7 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
     if method == "kps":
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
     if method == "augpe":
-        row["by_iteration"] = augpe_by_iteration(folder, data, seed, calls)
-        row["llm_calls"] = round(row["by_iteration"][-1][2])  # earlier invocations included
+        row["by_iteration"] = augpe_by_iteration(folder, data, seed)
     if method == "pate":  # its candidate pool's seed (older rows: 0 for every seed)
         run = json.loads((folder / "synthetic.jsonl.run" / "run.json").read_text())
         row["public_seed"] = run["config"]["release"]["seed"]
@@ -241,24 +242,21 @@ def keyphrases_only(folder: Path, data: BenchData, seed: int) -> float:
                       data, seed=seed)["accuracy"]
 
 
-def augpe_by_iteration(folder: Path, data: BenchData, seed: int,
-                       calls: int) -> list[list[float]]:
+def augpe_by_iteration(folder: Path, data: BenchData, seed: int) -> list[list[float]]:
     """Aug-PE's population after each iteration t (its run saves them), scored by the same
-    classifier: ``[t, accuracy, LLM calls]``. The cell's calls are apportioned to the
-    iterations as the run saved them (``RunState.counts``: retries included; a run folder
-    from before that counts N per iteration). A resumed run's ``calls`` (its process's
-    stats) leave out the iterations it loaded from the folder: their saved counts stand."""
+    classifier: ``[t, accuracy, LLM calls]``, the calls the run had made when population t
+    was complete (``RunState.counts``: retries included; a run folder from before that
+    counts N per iteration)."""
     from dptext.generators.augpe.state import RunState
 
     state = RunState(folder / "synthetic.jsonl.run" / "augpe")
     populations = []
     while (population := state.population(len(populations))) is not None:
         populations.append(population)
-    prompts = np.cumsum([state.counts(t)["llm_calls"] for t in range(len(populations))])
-    calls = max(calls, int(prompts[-1]))  # a resumed run's stats miss the iterations it loaded
+    calls = np.cumsum([state.counts(t)["llm_calls"] for t in range(len(populations))])
     return [[t, downstream([text for text, _ in p], [label for _, label in p], data,
-                           seed=seed)["accuracy"], calls * int(n) / int(prompts[-1])]
-            for t, (p, n) in enumerate(zip(populations, prompts, strict=True))]
+                           seed=seed)["accuracy"], int(n)]
+            for t, (p, n) in enumerate(zip(populations, calls, strict=True))]
 
 
 # ------------------------------------------------------------------ results and report

@@ -130,6 +130,24 @@ def test_resume_mid_iteration_draws_no_new_noise_and_repeats_no_prompt(corpus, t
     assert again.prompts == []
 
 
+
+def test_a_resumed_run_reports_every_call_of_the_run_not_only_its_own(corpus, tmp_path):
+    """The run's report counts the calls of the iterations a resumed run loaded from its
+    folder (the figure the whole-documents bench records); the process's stats do not."""
+    import dptext
+
+    options = dict(out=tmp_path / "syn.jsonl", epsilon=3.0, concurrency=1, cache=False,
+                   seed=7, labels=tuple(sorted(set(corpus.labels))), per_class=2,
+                   iterations=2, random_words=0, embedder=_embedder(), max_tokens=48,
+                   document_type="news article")
+    with pytest.raises(LLMError):  # iterations 0 and 1 saved, 4 prompts of iteration 2
+        dptext.synthesize(corpus, "augpe", llm=_FailingAfter(24), **options)
+    rec = RecordingBackend(answer=_answer)
+    result = dptext.synthesize(corpus, "augpe", llm=rec, resume=True, **options)
+    assert len(rec.prompts) == 10 - 4 and result.stats.total == 10  # iteration 2 only
+    assert result.report["parameters"]["llm_calls"] == 30
+    assert result.report["parameters"]["prompts_per_iteration"] == [10, 20, 30]
+
 REFUSAL = "I'm sorry, but I can't help with that."
 
 

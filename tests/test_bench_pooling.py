@@ -122,10 +122,9 @@ def test_augpe_is_priced_at_the_first_iteration_reaching_dp_kps():
     assert "spends 3.2× DP-KPS's LLM calls" in text
 
 
-def test_a_resumed_augpe_cell_counts_the_calls_of_the_iterations_it_loaded(tmp_path,
-                                                                            monkeypatch):
-    """A resumed run's process counts only the calls it made; the iterations it loaded
-    from the run folder keep their saved counts, so the cell's calls are their sum."""
+def test_an_augpe_curve_counts_the_calls_each_saved_population_took(tmp_path, monkeypatch):
+    """The curve's calls are the run's saved counts, summed: they cover the iterations a
+    resumed process loaded from its run folder and the retries each iteration made."""
     import bench_whole_documents
     from dptext.generators.augpe.state import RunState
 
@@ -134,10 +133,9 @@ def test_a_resumed_augpe_cell_counts_the_calls_of_the_iterations_it_loaded(tmp_p
         state.save_population(t, [(f"text {t}", "a")], {"llm_calls": calls, "checks": {}})
     monkeypatch.setattr(bench_whole_documents, "downstream",
                         lambda texts, labels, data, seed: {"accuracy": 0.5})
-    resumed = augpe_by_iteration(tmp_path, None, 0, calls=853 + 844)  # iteration 0 loaded
-    assert [row[2] for row in resumed] == [1073, 1073 + 853, 1073 + 853 + 844]
-    fresh = augpe_by_iteration(tmp_path, None, 0, calls=2 * 2770)  # stats above the counts
-    assert fresh[-1][2] == 2 * 2770 and fresh[0][2] == pytest.approx(2 * 1073)
+    curve = augpe_by_iteration(tmp_path, None, 0)
+    assert [row[2] for row in curve] == [1073, 1073 + 853, 1073 + 853 + 844]
+    assert [row[:2] for row in curve] == [[0, 0.5], [1, 0.5], [2, 0.5]]
 
 
 def test_no_augpe_curve_no_section():
