@@ -152,3 +152,31 @@ def test_dpkps_charges_the_plan_before_its_first_release(tmp_path, monkeypatch, 
     c = read_corpus(data, label_column="label")
     runs = CorpusBudget.open(corpus_fingerprint(c.texts, c.labels)).runs
     assert len(runs) == 1 and runs[0]["guarantee"]["epsilon"] == pytest.approx(4.0, rel=1e-3)
+
+
+def test_a_spend_that_reads_a_smaller_epsilon_after_a_run_says_why():
+    """Near-non-private runs compose to an ε that falls as their summed δ grows: the line
+    after a small run can read below the line before it, so the run says why."""
+    import numpy as np
+
+    from dptext.run.budget import LOWER_EPSILON_NOTE, BudgetOptions, charge
+
+    def plan(eps):
+        ledger = PrivacyLedger()
+        dp_release(np.zeros(2), Sensitivity(1, 1, "one document, one cell"),
+                   NoiseSpec("gaussian", eps, 1e-5), ledger=ledger, name="counts")
+        return ledger.releases
+
+    def run(eps):
+        said = []
+        charge(_corpus(), BudgetOptions(dataset_id="d"), plan(eps), command="x",
+               parameters={}, input=None, say=said.append)
+        return said
+
+    assert LOWER_EPSILON_NOTE not in run(1000.0)  # no earlier run
+    said = run(0.5)  # a small run after an ε = 1000 one: δ doubles, ε reads lower
+    before, after = (float(s.split("ε = ")[1].split(",")[0]) for s in said[1:3])
+    assert after < before and said[-1] == LOWER_EPSILON_NOTE
+    said = run(50.0)  # a run that adds more ε than the larger δ takes away
+    before, after = (float(s.split("ε = ")[1].split(",")[0]) for s in said[1:3])
+    assert after > before and LOWER_EPSILON_NOTE not in said
