@@ -426,10 +426,10 @@ def augpe_against_kps(got: dict[tuple, list[dict]]) -> str:
         return ""
     return (
         "\n\n**Aug-PE by iteration, beside DP-KPS.** Aug-PE's population after iteration t "
-        "(saved by its run) scored by the same classifier; the cell's LLM calls are "
-        "apportioned to the iterations as the run counted them (retries included; N per "
-        "iteration for run folders from before Aug-PE retried loops and refusals). Every "
-        "population t is post-processing of releases within the run's ε.\n\n"
+        "(saved by its run) scored by the same classifier, beside the LLM calls the run had "
+        "made when it was complete, as the run saved them per iteration (retries included; "
+        "N per iteration for run folders from before Aug-PE retried loops and refusals). "
+        "Every population t is post-processing of releases within the run's ε.\n\n"
         + markdown_table(["corpus", "ε", "seeds", "Aug-PE iteration t", "Aug-PE accuracy",
                           "Aug-PE LLM calls per 1,000 documents", "DP-KPS accuracy",
                           "DP-KPS LLM calls per 1,000 documents"], table)
