@@ -90,6 +90,26 @@ def test_concurrency_is_bounded():
     assert len(out) == 20 and peak[0] <= 3 and peak[0] >= 2
 
 
+
+def test_a_progress_bar_rates_only_its_own_completions(capsys):
+    """A run's stats span its phases (Aug-PE's iterations, retry rounds); a later phase's
+    bar must not divide the run's totals by its own few seconds."""
+    import re
+
+    class Slow(RecordingBackend):
+        def complete(self, prompts):
+            time.sleep(0.05)
+            return [Completion("ten words " * 5, "stop", 5, 10) for _ in prompts]
+
+    stats = RunStats(computed=100_000, completion_tokens=1_000_000)  # earlier phases
+    run_prompts(Slow(), _prompts(4), concurrency=1, progress=True, stats=stats)
+    err = capsys.readouterr().err
+    docs, tokens = (float(x) for x in re.search(r"([\d.]+) docs/min, (\d+) tok/s",
+                                                 err).groups())
+    # 4 completions of 10 tokens, one at a time, each at least 0.05 s
+    assert 0 < docs <= 4 / 0.2 * 60 and 0 < tokens <= 40 / 0.2
+    assert stats.computed == 100_004 and stats.completion_tokens == 1_000_040
+
 def test_results_keep_prompt_order():
     out = run_prompts(RecordingBackend(), _prompts(30), concurrency=4)
     assert [c.text.split("mentions ")[1].rstrip(".") for c in out] == [f"t{i}" for i in

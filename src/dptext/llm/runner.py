@@ -90,10 +90,13 @@ def call_with_retries(backend: LLMBackend, prompt: Prompt, policy: RetryPolicy,
 
 
 class _Progress:
-    """A rich progress bar with count, docs/min, tokens/s, elapsed and ETA (stderr)."""
+    """A rich progress bar with count, docs/min, tokens/s, elapsed and ETA (stderr). The
+    rates are this bar's own completions over its own time: a run's ``RunStats`` spans
+    every phase (Aug-PE's iterations, retry rounds), so its totals would inflate them."""
 
     def __init__(self, total: int, description: str, enabled: bool) -> None:
         self._bar = None
+        self._done = self._tokens = 0
         if not enabled or total == 0:
             return
         from rich.console import Console
@@ -114,13 +117,15 @@ class _Progress:
         self._start = time.monotonic()
         self._bar.start()
 
-    def advance(self, done_now: int, stats: RunStats) -> None:
+    def advance(self, completion: Completion) -> None:
+        """One more completion computed (not from the journal or the cache)."""
         if self._bar is None:
             return
+        self._done += 1
+        self._tokens += completion.completion_tokens or 0
         el = max(time.monotonic() - self._start, 1e-9)
-        rate = (f"{stats.computed / el * 60:.1f} docs/min, "
-                f"{stats.completion_tokens / el:.0f} tok/s") if stats.computed else ""
-        self._bar.update(self._task, advance=done_now, rate=rate)
+        rate = f"{self._done / el * 60:.1f} docs/min, {self._tokens / el:.0f} tok/s"
+        self._bar.update(self._task, advance=1, rate=rate)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -199,7 +204,7 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
                             results[k] = c
                             stats.computed += 1
                             stats.completion_tokens += c.completion_tokens or 0
-                        bar.advance(1, stats)
+                        bar.advance(c)
                     fill()
             except BaseException:  # Ctrl-C or a bug: drop queued prompts; running ones land
                 for f in running:
