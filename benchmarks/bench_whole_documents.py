@@ -62,6 +62,7 @@ import math
 import signal
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -100,20 +101,40 @@ def cell_name(corpus: str, method: str, eps: float | None, seed: int, per_class:
 
 
 class Timer:
-    """Wall seconds a cell has taken, summed over the invocations that worked on it (a
-    killed invocation adds its time too: SIGTERM is turned into an exception)."""
+    """Wall seconds a cell has taken, summed over the invocations that worked on it. A
+    killed invocation adds its time too: SIGTERM is turned into an exception, and the total
+    is saved every ``every`` seconds while the cell runs, so a SIGKILL or a machine's
+    restart loses at most that much (a two-hour Aug-PE cell, restarted with its machine,
+    once kept only its second invocation's 26 minutes)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, every: float = 60.0):
         self.path = folder / "seconds.json"
         self.before = json.loads(self.path.read_text())["seconds"] if self.path.exists() else 0.0
+        self.every = every
+        self._stop = threading.Event()
 
     def __enter__(self):
         self.start = time.perf_counter()
+        self._saver = threading.Thread(target=self._save_every, daemon=True)
+        self._saver.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._saver.join()
+        self._save()
+
+    def _save_every(self) -> None:
+        while not self._stop.wait(self.every):
+            self._save()
+
+    def _save(self) -> None:
+        """Written whole or not at all: a kill mid-write must not leave a file the next
+        invocation cannot read."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps({"seconds": self.total}))
+        part = self.path.with_suffix(".part")
+        part.write_text(json.dumps({"seconds": self.total}))
+        part.replace(self.path)
 
     @property
     def total(self) -> float:
