@@ -71,6 +71,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dptext.files import write_json_atomic
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_keyphrase_models import append_row, load_rows, src_tree
@@ -129,12 +131,8 @@ class Timer:
             self._save()
 
     def _save(self) -> None:
-        """Written whole or not at all: a kill mid-write must not leave a file the next
-        invocation cannot read."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        part = self.path.with_suffix(".part")
-        part.write_text(json.dumps({"seconds": self.total}))
-        part.replace(self.path)
+        # atomic: a kill mid-write must not leave a file the next invocation cannot read
+        write_json_atomic(self.path, {"seconds": self.total})
 
     @property
     def total(self) -> float:
