@@ -132,6 +132,31 @@ def test_a_run_folder_holds_no_seed_no_generator_state_and_no_loss(tiny, tmp_pat
     assert "seed" not in plan["plan"]
 
 
+def test_the_progress_bar_shows_no_loss(tiny, monkeypatch, capsys):
+    """The terminal's stderr ends up in log files: the bar shows steps and ε, no batch loss
+    and no running mean of one."""
+    from dptext.generators.dpft.train import DPFTConfig, DPFTModule, TrainPlan, encode, train
+
+    losses: list[float] = []
+    forward = DPFTModule.forward
+
+    def recording_forward(self, *a, **k):
+        out = forward(self, *a, **k)
+        losses.append(float(out.detach().float().mean()))
+        return out
+
+    monkeypatch.setattr(DPFTModule, "forward", recording_forward)
+    module, tok = _module(tiny, 0)
+    c = _corpus(8)
+    docs = encode(tok, ["label: x"] * len(c), c.texts, 16)
+    plan = TrainPlan(sampling_rate=1.0, steps=3, noise_multiplier=1.0)
+    train(module, tok, docs, plan, DPFTConfig(batch_size=8, max_length=16), progress=True,
+          live_epsilon=lambda steps: 0.5 * steps)
+    err = capsys.readouterr().err
+    assert len(losses) == 3 and "DP fine-tuning" in err and "ε=1.5" in err
+    assert "loss" not in err.lower(), err
+
+
 def test_resume_after_an_interruption_does_exactly_the_planned_steps(tiny, tmp_path,
                                                                       monkeypatch):
     from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -198,7 +197,6 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
         if not private and len(chosen) == 0:
             chosen = torch.randint(0, n, (1,), generator=gen)
         opt.zero_grad(set_to_none=True)
-        loss = None
         if len(chosen) == 0:
             for p in params:  # an empty Poisson batch: the step is noise only
                 p.grad_sample = torch.zeros((1, *p.shape))
@@ -213,15 +211,14 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
                           cls_weight=cfg.cls_weight)
             losses = gsm(ids, att, text, **kw)
             (losses.sum() if private else losses.mean()).backward()
-            loss = losses.detach().mean()
+            del losses
         opt.step()
         done = step + 1
         if live_epsilon is not None and (done % cfg.epsilon_refresh == 0 or done == plan.steps
                                          or math.isnan(eps_shown)):
             eps_shown = live_epsilon(done)
         if bar is not None:
-            bar.update(done, loss, eps_shown)
-        del loss
+            bar.update(done, eps_shown)
         if ckpt is not None and (done % cfg.checkpoint_every == 0 or done == plan.steps):
             _save(ckpt, module, base_opt, done, plan)
     if bar is not None:
@@ -275,23 +272,18 @@ def secret_generator() -> torch.Generator:
 
 
 class _Bar:
-    """The progress bar: the only place a loss is shown, as a running mean over recent
-    steps (exponential, weight 0.1), on the terminal only."""
+    """The progress bar: steps and the ε spent so far. No loss, not even a running mean:
+    batch losses are exact statistics of private batches, and a terminal's stderr ends up
+    in log files."""
 
     def __init__(self, total: int, start: int):
         from tqdm.auto import tqdm
 
-        self.t0 = time.time()
-        self.running: float | None = None
         self.bar = tqdm(total=total, initial=start, desc="DP fine-tuning", unit="step")
 
-    def update(self, done: int, loss: torch.Tensor | None, eps: float) -> None:
-        if loss is not None:
-            value = float(loss)
-            self.running = value if self.running is None else 0.9 * self.running + 0.1 * value
+    def update(self, done: int, eps: float) -> None:
         self.bar.n = done
-        shown = "-" if self.running is None else f"{self.running:.2f}"
-        self.bar.set_postfix_str(f"running loss≈{shown} ε={eps:.3g}", refresh=True)
+        self.bar.set_postfix_str(f"ε={eps:.3g}", refresh=True)
 
     def close(self) -> None:
         self.bar.close()
