@@ -211,7 +211,6 @@ def _train(module, tok, docs, plan, cfg, *, cls_docs, labels, checkpoint_dir, li
                           cls_weight=cfg.cls_weight)
             losses = gsm(ids, att, text, **kw)
             (losses.sum() if private else losses.mean()).backward()
-            del losses
         opt.step()
         done = step + 1
         if live_epsilon is not None and (done % cfg.epsilon_refresh == 0 or done == plan.steps
