@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from dptext.corpus import Corpus
 from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
+from dptext.generators.dpft.model import base_dtype
 from record import markdown_table, record
 from synthetic_protocol import BenchData, downstream, kps_documents, llm_lock, load_data
 
@@ -206,7 +207,8 @@ def render(results: dict, args) -> str:
         f"Private corpus per dataset: the {args.classes} largest classes × {args.per_class} "
         f"training documents (stratified, seed {args.seed}), each truncated to "
         f"{args.max_length} tokens (codes included) and one DP-SGD sample. dpft: "
-        f"SmolLM2-135M (bf16 base, fp32 LoRA r=4 on q/v), {args.epochs:g} epochs, expected "
+        f"SmolLM2-135M ({base_dtype(config(args).dtype)} base, fp32 LoRA r=4 on q/v), "
+        f"{args.epochs:g} epochs, expected "
         f"Poisson batch {args.batch_size}, lr {args.lr:g}, clip 1.0, δ = {args.delta:g} "
         "(5 % of ε and 10 % of δ to the control-code histogram); "
         f"{args.new_tokens} new tokens, top-k 50, top-p 0.95. Every generator yields "

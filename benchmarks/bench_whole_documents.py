@@ -244,6 +244,10 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
         from peers import invisibleink
 
         row["written_on"] = invisibleink.written_on(folder)
+    if method == "dpft":  # what `--dtype auto` loaded here (rows without it: bfloat16)
+        from dptext.generators.dpft.model import base_dtype
+
+        row["base_dtype"] = base_dtype()
     return row
 
 

@@ -142,6 +142,26 @@ def test_load_base_rejects_an_unknown_dtype():
         load_base(dtype="int8")
 
 
+@pytest.mark.parametrize(("caps", "want"), [
+    ({"avx2": True, "avx512_bf16": False, "amx_bf16": False}, "float32"),
+    ({"avx2": True, "avx512_bf16": True}, "bfloat16"),
+    ({"amx_bf16": True}, "bfloat16"),
+    ({}, "float32"),  # a CPU torch reports nothing about: the safe choice
+])
+def test_auto_dtype_is_bf16_only_where_the_cpu_multiplies_it_natively(monkeypatch, caps, want):
+    """Without AVX512-BF16 / AMX a bf16 DP-SGD step is ~27x slower than fp32, so ``auto``
+    (the default) must not pick it there; an explicit dtype is kept as given."""
+    import torch
+
+    from dptext.generators.dpft.model import base_dtype
+    from dptext.generators.dpft.train import DPFTConfig
+
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: caps)
+    assert DPFTConfig().dtype == "auto"
+    assert base_dtype() == base_dtype("auto") == want
+    assert base_dtype("bfloat16") == "bfloat16" and base_dtype("float32") == "float32"
+
+
 def test_fit_generate_report_save_load(tiny, tmp_path):
     from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 

@@ -58,9 +58,10 @@ def dpft(
         "document stays one DP-SGD sample.", rich_help_panel=DPFT)] = 128,
     max_grad_norm: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1.0,
     dtype: Annotated[str, typer.Option(
-        help="dtype of the frozen base weights: bfloat16 (about 2x faster on CPUs with "
-        "AVX512-BF16) or float32; LoRA and the head train in float32 either way.",
-        rich_help_panel=DPFT)] = "bfloat16",
+        help="dtype of the frozen base weights: auto (bfloat16 on a CPU with AVX512-BF16 "
+        "or AMX, where it is faster; float32 elsewhere, where bf16 is emulated and a "
+        "step ~27x slower), bfloat16 or float32. LoRA and the head train in float32 either way.",
+        rich_help_panel=DPFT)] = "auto",
     metadata: Annotated[str | None, typer.Option(
         help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
         rich_help_panel=DPFT)] = None,

@@ -24,7 +24,9 @@ CONVERTED = "smollm2-135m-instruct-fp32"
 # else the tokenizer's BOS.
 SEP_CANDIDATES = ("[SEP]", "<file_sep>")
 BOS_CANDIDATES = ("<|endoftext|>",)
-BASE_DTYPES = ("bfloat16", "float32")
+BASE_DTYPES = ("auto", "bfloat16", "float32")
+# CPU features under which torch multiplies bfloat16 natively (``torch.cpu.get_capabilities``)
+NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 
 
 def gguf_path() -> Path:
@@ -108,19 +110,35 @@ def prepare_tokenizer(tok):
     return tok
 
 
-def load_base(model: str | Path | None = None, dtype: str = "float32"):
+def base_dtype(dtype: str = "auto") -> str:
+    """The frozen base weights' dtype to load: ``auto`` is bfloat16 where the CPU multiplies
+    it natively (AVX512-BF16 or AMX) and float32 elsewhere.
+
+    Why not always bfloat16: without those instructions torch's backward matmuls fall
+    back to a scalar bf16 GEMM, and a DP-SGD step runs some 27x slower than in float32
+    (``benchmarks/bench_dpft_dtype.py``); with them, bf16 takes about 0.6x the fp32 time.
+    """
+    import torch
+
+    if dtype not in BASE_DTYPES:
+        raise InputError(f"dtype {dtype!r}: choose one of {', '.join(BASE_DTYPES)}")
+    if dtype != "auto":
+        return dtype
+    caps = torch.cpu.get_capabilities()
+    return "bfloat16" if any(caps.get(f) for f in NATIVE_BF16) else "float32"
+
+
+def load_base(model: str | Path | None = None, dtype: str = "auto"):
     """``(model, tokenizer)`` on CPU, tokenizer prepared for control codes.
 
-    ``dtype`` is that of the frozen base weights. In bfloat16 the forward and backward
-    passes take about half the fp32 time on a CPU with AVX512-BF16; the LoRA adapters
-    and the classifier head stay fp32 (peft upcasts adapters), so the per-document
-    gradients Opacus clips and noises are fp32 either way.
+    ``dtype`` is that of the frozen base weights (``base_dtype``); the LoRA adapters and
+    the classifier head stay fp32 (peft upcasts adapters), so the per-document gradients
+    Opacus clips and noises are fp32 either way.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if dtype not in BASE_DTYPES:
-        raise InputError(f"dtype {dtype!r}: choose one of {', '.join(BASE_DTYPES)}")
+    dtype = base_dtype(dtype)
     set_offline()
     path = resolve_model(model)
     tok = prepare_tokenizer(AutoTokenizer.from_pretrained(path))

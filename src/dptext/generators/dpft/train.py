@@ -43,7 +43,7 @@ class DPFTConfig:
     batch_size: int = 16  # expected Poisson batch size
     learning_rate: float = 1e-3
     max_length: int = 128  # tokens per document, codes included; longer ones are truncated
-    dtype: str = "bfloat16"  # frozen base weights (see model.load_base); adapters stay fp32
+    dtype: str = "auto"  # frozen base weights (see model.base_dtype); adapters stay fp32
     max_grad_norm: float = 1.0
     lora_r: int = 4
     lora_alpha: int = 32
