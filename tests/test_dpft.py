@@ -162,6 +162,23 @@ def test_auto_dtype_is_bf16_only_where_the_cpu_multiplies_it_natively(monkeypatc
     assert base_dtype("bfloat16") == "bfloat16" and base_dtype("float32") == "float32"
 
 
+def test_the_run_says_which_dtype_it_loads_and_warns_of_emulated_bf16(monkeypatch):
+    import torch
+
+    from dptext.generators.dpft.model import describe_dtype
+
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx2": True})
+    assert describe_dtype() == ("base model in float32 (--dtype auto: no AVX512-BF16 or AMX "
+                                "on this CPU)")
+    assert describe_dtype("bfloat16").startswith("warning: base model in bfloat16, which "
+                                                 "this CPU emulates")
+    assert describe_dtype("float32") == "base model in float32"
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": True})
+    assert describe_dtype() == ("base model in bfloat16 (--dtype auto: the CPU multiplies "
+                                "bf16 natively)")
+    assert describe_dtype("bfloat16") == "base model in bfloat16"
+
+
 def test_fit_generate_report_save_load(tiny, tmp_path):
     from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 

@@ -118,14 +118,31 @@ def base_dtype(dtype: str = "auto") -> str:
     back to a scalar bf16 GEMM, and a DP-SGD step runs some 27x slower than in float32
     (``benchmarks/bench_dpft_dtype.py``); with them, bf16 takes about 0.6x the fp32 time.
     """
-    import torch
-
     if dtype not in BASE_DTYPES:
         raise InputError(f"dtype {dtype!r}: choose one of {', '.join(BASE_DTYPES)}")
     if dtype != "auto":
         return dtype
+    return "bfloat16" if native_bf16() else "float32"
+
+
+def native_bf16() -> bool:
+    import torch
+
     caps = torch.cpu.get_capabilities()
-    return "bfloat16" if any(caps.get(f) for f in NATIVE_BF16) else "float32"
+    return any(caps.get(f) for f in NATIVE_BF16)
+
+
+def describe_dtype(dtype: str = "auto") -> str:
+    """One line for the run's log: the base dtype a run loads, and a warning where the
+    user asked for bfloat16 on a CPU that emulates it."""
+    got = base_dtype(dtype)
+    if got == "bfloat16" and not native_bf16():
+        return ("warning: base model in bfloat16, which this CPU emulates (no AVX512-BF16 or "
+                "AMX): a DP-SGD step is some 27x slower than with --dtype float32 or auto")
+    why = (" (--dtype auto: " + ("the CPU multiplies bf16 natively)" if got == "bfloat16"
+                                  else "no AVX512-BF16 or AMX on this CPU)")
+           if dtype == "auto" else "")
+    return f"base model in {got}{why}"
 
 
 def load_base(model: str | Path | None = None, dtype: str = "auto"):

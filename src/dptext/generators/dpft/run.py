@@ -23,6 +23,7 @@ import numpy as np
 from dptext.corpus import Corpus
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
 from dptext.generators.dpft.generator import NOT_PRIVATE, DPFineTuneGenerator
+from dptext.generators.dpft.model import describe_dtype
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 from dptext.privacy import Release
@@ -81,6 +82,8 @@ class DPFTGenerator(BaseGenerator):
         if not self.private:
             ctx.say("ε = ∞: training WITHOUT differential privacy; the output is NOT PRIVATE")
         if not (model_dir / "dpft.json").exists():
+            if self.base is None:
+                ctx.say(describe_dtype(self.config.dtype))
             gen = DPFineTuneGenerator(self.epsilon, self.delta, model=self.model,
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
