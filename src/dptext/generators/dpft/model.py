@@ -139,10 +139,11 @@ def describe_dtype(dtype: str = "auto") -> str:
     if got == "bfloat16" and not native_bf16():
         return ("warning: base model in bfloat16, which this CPU emulates (no AVX512-BF16 or "
                 "AMX): a DP-SGD step is some 27x slower than with --dtype float32 or auto")
-    why = (" (--dtype auto: " + ("the CPU multiplies bf16 natively)" if got == "bfloat16"
-                                  else "no AVX512-BF16 or AMX on this CPU)")
-           if dtype == "auto" else "")
-    return f"base model in {got}{why}"
+    if dtype != "auto":
+        return f"base model in {got}"
+    why = "the CPU multiplies bf16 natively" if got == "bfloat16" else \
+        "no AVX512-BF16 or AMX on this CPU"
+    return f"base model in {got} (--dtype auto: {why})"
 
 
 def load_base(model: str | Path | None = None, dtype: str = "auto"):
