@@ -64,6 +64,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -76,7 +77,7 @@ from dptext.files import write_json_atomic
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_keyphrase_models import append_row, load_rows, src_tree
-from record import bench_dir, command_line, markdown_table, record, record_readme
+from record import bench_dir, command_line, cpu, markdown_table, record, record_readme
 from synthetic_protocol import (
     BENCH_LLM,
     DATASETS,
@@ -232,7 +233,7 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
     scores = downstream([t for t, _ in pairs], [lab for _, lab in pairs], data, seed=seed)
     row = {"documents": len(pairs), "accuracy": scores["accuracy"],
            "macro_f1": scores["macro_f1"], "llm_calls": calls, "wall_s": timer.total,
-           "spent_epsilon": spent}
+           "spent_epsilon": spent, "cpu": cpu()}
     if method == "kps":
         row["keyphrases_only"] = keyphrases_only(folder, data, seed)
     if method == "augpe":
@@ -563,6 +564,17 @@ def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
             f"{1000 * p['hours'] / docs:.2f}" if priced else "–"]
 
 
+def cpus_note(rows: list[dict]) -> str:
+    """Which CPUs the timed rows ran on: sessions got different machines, and the same
+    work can take several times as long on one as on another (``dpft-dtype``)."""
+    timed = [r for r in rows if r["method"] != "real" and not is_summary(r)]
+    tally = Counter(r.get("cpu", "not recorded (rows from before a row named its CPU)")
+                    for r in timed)
+    return ("machines that differed between sessions, so wall hours compare methods only "
+            "roughly; rows by CPU: "
+            + "; ".join(f"{name}: {n}" for name, n in tally.most_common()))
+
+
 def computed_by(rows: Iterable[dict]) -> str:
     """The commands that computed these cell rows (summary rows have none), in backticks."""
     return "; ".join(f"`{c}`" for c in sorted({r["command"] for r in rows
@@ -763,7 +775,7 @@ def report(rows: list[dict], args) -> str:
         "tested on the same real documents; \"documents − keyphrases\": the "
         "difference per seed (paired: the same sequences), mean ± sd. LLM calls and wall "
         "hours per 1,000 documents are summed over seeds (wall time includes fitting, on "
-        "this machine).\n\n"
+        f"the machine of the session that finished the cell: {cpus_note(mine)}).\n\n"
         + glance_table(got, others, args)
         + "**Every cell** (any size):\n\n"
         + markdown_table(COLUMNS, table)

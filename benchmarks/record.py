@@ -44,17 +44,22 @@ def commit() -> str:
         return "unknown"
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
+def cpu() -> str:
+    """``N cores, model name``: what a result row says it was computed on."""
+    model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
+                model = line.split(":", 1)[1].strip()
                 break
     except OSError:
         pass
+    return f"{os.cpu_count()} cores, {model}"
+
+
+def machine() -> str:
     load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}{load}"
+    return f"{cpu()}, Python {platform.python_version()}{load}"
 
 
 def command_line() -> str:

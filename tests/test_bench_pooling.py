@@ -16,6 +16,7 @@ from bench_whole_documents import (
     augpe_against_kps,
     augpe_by_iteration,
     augpe_curve,
+    cpus_note,
     current,
     done_keys,
     kps_against_others,
@@ -151,6 +152,16 @@ def test_the_peer_note_sums_where_its_seeds_were_written():
     assert note.endswith("* bbc-news, ε = 6: 700 documents on a lent NVIDIA H100 80GB HBM3, "
                          "23 documents on this machine")
     assert peer_note({("bbc-news", "kps", 6.0, 100): [{"seed": 0}]}) == ""
+
+
+def test_the_cpus_the_timed_rows_ran_on_are_tallied_and_older_rows_said_unknown():
+    rows = [{"method": "kps", "cpu": "2 cores, AMD EPYC"},
+            {"method": "augpe", "cpu": "2 cores, AMD EPYC"},
+            {"method": "pate"},
+            {"method": "real", "cpu": "2 cores, Intel(R) Xeon(R) Processor"},
+            {**summary([0.7, 0.8]), "method": "kps"}]
+    assert cpus_note(rows).endswith(
+        "rows by CPU: 2 cores, AMD EPYC: 2; not recorded (rows from before a row named its CPU): 1")
 
 
 def seeds_of(*accuracies: float) -> list[dict]:
