@@ -567,9 +567,8 @@ def cell_line(corpus: str, method: str, eps: float | None, per_class: int,
 def cpus_note(rows: list[dict]) -> str:
     """Which CPUs the timed rows ran on: sessions got different machines, and the same
     work can take several times as long on one as on another (``dpft-dtype``)."""
-    timed = [r for r in rows if r["method"] != "real" and not is_summary(r)]
     tally = Counter(r.get("cpu", "not recorded (rows from before a row named its CPU)")
-                    for r in timed)
+                    for r in rows if r["method"] != "real")
     return ("machines that differed between sessions, so wall hours compare methods only "
             "roughly; rows by CPU: "
             + "; ".join(f"{name}: {n}" for name, n in tally.most_common()))

@@ -154,14 +154,14 @@ def test_the_peer_note_sums_where_its_seeds_were_written():
     assert peer_note({("bbc-news", "kps", 6.0, 100): [{"seed": 0}]}) == ""
 
 
-def test_the_cpus_the_timed_rows_ran_on_are_tallied_and_older_rows_said_unknown():
+def test_the_cpus_the_timed_rows_ran_on_are_tallied_and_older_rows_and_summaries_unknown():
     rows = [{"method": "kps", "cpu": "2 cores, AMD EPYC"},
             {"method": "augpe", "cpu": "2 cores, AMD EPYC"},
             {"method": "pate"},
             {"method": "real", "cpu": "2 cores, Intel(R) Xeon(R) Processor"},
             {**summary([0.7, 0.8]), "method": "kps"}]
     assert cpus_note(rows).endswith(
-        "rows by CPU: 2 cores, AMD EPYC: 2; not recorded (rows from before a row named its CPU): 1")
+        "rows by CPU: 2 cores, AMD EPYC: 2; not recorded (rows from before a row named its CPU): 2")
 
 
 def seeds_of(*accuracies: float) -> list[dict]:
