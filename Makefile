@@ -23,8 +23,9 @@ chromium:
 
 # the documentation site (mkdocs.yml) into build/site; --strict: a broken link, a missing
 # image or a page left out of the nav fails the build (and with it make test). Offline.
+# Not --quiet: it hides the warnings from the counter that --strict aborts on.
 docs: setup
-	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 test: setup chromium docs
 	$(PY) -m pytest -q
