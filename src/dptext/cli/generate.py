@@ -37,7 +37,9 @@ def generate(
     few_shot: Annotated[Path | None, typer.Option(
         help="PUBLIC example documents for few-shot prompting (.jsonl with text and optional "
         "keyphrases, or text separated by '---' lines).", rich_help_panel=o.LLM)] = None,
-    max_tokens: o.MaxTokens = 400,
+    max_tokens: Annotated[int | None, typer.Option(
+        help="Token limit per document (default: the method's own; DP-KPS 400, Aug-PE 160, "
+        "PATE 400).", rich_help_panel=o.LLM)] = None,
     temperature: o.Temperature = 0.8,
     top_p: o.TopP = 0.95,
     min_coverage: Annotated[float, typer.Option(
@@ -87,7 +89,8 @@ def generate(
     epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
     terms_share: o.TermsShare = o.D["terms_share"],
     sequences_per_class: Annotated[int | None, typer.Option(
-        help="Documents per class (default 100 when --total-sequences is not given).")] = None,
+        help="Documents per class (default: the method's own; DP-KPS 100 when "
+        "--total-sequences is not given).")] = None,
     total_sequences: Annotated[int | None, typer.Option(
         help="Total documents, split equally or by the DP label histogram (--epsilon-labels)."
     )] = None,
@@ -138,9 +141,10 @@ def generate(
         **stages, delta=delta, labels=declared, per_class=sequences_per_class,
         documents=total_sequences, document_type=document_type,
         prompt_template=str(prompt_template) if prompt_template else None,
-        few_shot=str(few_shot) if few_shot else None, max_tokens=max_tokens,
+        few_shot=str(few_shot) if few_shot else None,
         temperature=temperature, top_p=top_p, min_coverage=min_coverage,
         max_attempts=max_attempts, clean=clean, max_retries=max_retries,
+        **({} if max_tokens is None else {"max_tokens": max_tokens}),
         vocab=vocab, embedder=embedder, vocab_share=vocab_share, vocab_noise=vocab_noise,
         kde_noise=kde_noise, terms_per_doc=terms_per_doc, vocab_size=vocab_size,
         vocab_noise_terms=vocab_noise_terms, sequence_method=sequence_method,
