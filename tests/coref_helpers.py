@@ -6,7 +6,7 @@ import tarfile
 from importlib import resources
 from pathlib import Path
 
-from dptext.evaluate.coref.readers import DEMO_ARCHIVE
+from dptext.evaluate.coref.readers import DEMO, DEMO_ARCHIVE, read_gold
 
 
 def extract_litbank(folder: Path, n: int) -> list[str]:
@@ -21,3 +21,10 @@ def extract_litbank(folder: Path, n: int) -> list[str]:
             if Path(k).stem in names:
                 (folder / Path(k).name).write_bytes(tar.extractfile(m).read())
     return names
+
+
+def litbank_texts(skip: int, n: int) -> list[str]:
+    """Plain text of ``n`` LitBank excerpts (after the first ``skip`` by name): real
+    fiction to annotate with silver chains."""
+    docs = sorted(read_gold(DEMO), key=lambda d: d.name)[skip: skip + n]
+    return ["\n".join(" ".join(s) for s in d.sentences) for d in docs]
