@@ -325,6 +325,63 @@ def _coherence_html(coh: dict) -> str:
             + _img(plot_coherence(coh), "NLI score distribution"))
 
 
+_COREF_ROLES = (("gold", "gold train (ceiling)", CEIL_COLOUR),
+                ("synthetic_silver", "synthetic, silver chains", SYN_COLOUR),
+                ("private_silver", "real private, silver chains", REAL_COLOUR),
+                ("shuffled_control", "control: shuffled chains", "#999999"))
+_COREF_SCORES = (("muc", "MUC"), ("b3", "B³"), ("ceafe", "CEAF-e"))
+
+
+def plot_coreference(cor: dict) -> str | None:
+    models = cor.get("models") or {}
+    roles = [r for r in _COREF_ROLES if r[0] in models]
+    if not roles:
+        return None
+    fig, ax = _fig(7.0, 3.6)
+    names = [*[lab for _, lab in _COREF_SCORES], "CoNLL F1", "mentions F1"]
+    x = np.arange(len(names))
+    width = 0.8 / len(roles)
+    for j, (key, label, colour) in enumerate(roles):
+        m = models[key]
+        vals = [*[m[s]["f1"] for s, _ in _COREF_SCORES], m["conll_f1"], m["mentions"]["f1"]]
+        bars = ax.bar(x + (j - (len(roles) - 1) / 2) * width, vals, width, label=label,
+                      color=colour)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.set_xticks(x, names)
+    ax.set_ylim(0, 1.08)
+    ax.set_ylabel("F1 on held-out gold documents")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.set_title("Coreference model trained on each corpus")
+    return _png(fig)
+
+
+def _coreference_html(cor: dict) -> str:
+    if not cor:
+        return ""
+    if cor.get("skipped"):
+        return _skip(cor)
+    models, caps = cor["models"], cor["caps"]
+    rows = [[label, models[key]["train_docs"], models[key]["train_mentions"],
+             *[_num(models[key][s]["f1"]) for s, _ in _COREF_SCORES],
+             _num(models[key]["conll_f1"]), _num(models[key]["mentions"]["f1"])]
+            for key, label, _ in _COREF_ROLES if key in models]
+    verdict = ("the shuffled control scores lowest, as it must" if
+               cor["control_below_synthetic"] and cor["control_below_gold"] else
+               "warning: the shuffled control does not score lowest: too few documents to "
+               "tell good training data from bad")
+    return (f"<p>A coreference model (mention detection + mention-pair linking on spaCy "
+            f"features) trained on {cor['n_gold_train']} gold documents annotates the "
+            "synthetic (and the real private) documents with silver chains; a fresh model "
+            f"trained on each silver corpus is scored on {cor['n_gold_test']} held-out gold "
+            f"documents ({escape(cor['scoring'])}). Close to the gold row = the synthetic "
+            f"documents keep their entities as consistent as real text; {escape(verdict)}. "
+            f"Caps: {caps['max_tokens']} tokens a document, {caps['max_docs']} synthetic "
+            "(and private) documents.</p>"
+            + _table(["trained on", "docs", "mentions", *[lab for _, lab in _COREF_SCORES],
+                      "CoNLL F1", "mention F1"], rows)
+            + _img(plot_coreference(cor), "Coreference F1 on held-out gold documents"))
+
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1000px;
 margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
@@ -356,6 +413,8 @@ def render_html(m: dict) -> str:
          _leakage_html(m.get("leakage", {}))),
         ("fairness", "Fairness across subgroups", _fairness_html(m.get("fairness", {}))),
         ("coherence", "Coherence", _coherence_html(m.get("coherence", {}))),
+        ("coreference", "Coreference: are entities consistent enough to learn from?",
+         _coreference_html(m.get("coreference", {}))),
     ]
     body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>'
                    for sid, title, html in sections if html)
