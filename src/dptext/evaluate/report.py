@@ -64,6 +64,19 @@ def _fig(w=6.0, h=3.6):
     return plt.subplots(figsize=(w, h))
 
 
+def _grouped_bars(ax, names: list[str], series: list[tuple[str, str, list[float]]],
+                  fontsize: int = 8) -> None:
+    """One bar per (label, colour, values) series at each name, values printed on top."""
+    width = 0.8 / len(series)
+    x = np.arange(len(names))
+    for j, (label, colour, vals) in enumerate(series):
+        bars = ax.bar(x + (j - (len(series) - 1) / 2) * width, vals, width, label=label,
+                      color=colour)
+        ax.bar_label(bars, fmt="%.2f", fontsize=fontsize)
+    ax.set_xticks(x, names)
+    ax.set_ylim(0, 1.08)
+
+
 def plot_utility(util: dict) -> str | None:
     clfs = util.get("classifiers", {})
     if not clfs:
@@ -75,16 +88,10 @@ def plot_utility(util: dict) -> str | None:
     series = [("synthetic", "trained on synthetic", SYN_COLOUR),
               ("synthetic_coral", "synthetic + CORAL", "#C44E52"),
               ("ceiling", "trained on real (ceiling)", CEIL_COLOUR)]
-    series = [s for s in series if any(s[0] in clfs[n] for n in names)]
-    width = 0.8 / len(series)
-    x = np.arange(len(names))
-    for j, (key, label, colour) in enumerate(series):
-        vals = [headline(clfs[n][key]) if key in clfs[n] else 0 for n in names]
-        bars = ax.bar(x + (j - (len(series) - 1) / 2) * width, vals, width, label=label,
-                      color=colour)
-        ax.bar_label(bars, fmt="%.2f", fontsize=8)
-    ax.set_xticks(x, names)
-    ax.set_ylim(0, 1.08)
+    _grouped_bars(ax, names, [(label, colour, [headline(clfs[n][key]) if key in clfs[n] else 0
+                                               for n in names])
+                              for key, label, colour in series
+                              if any(key in clfs[n] for n in names)])
     ax.set_ylabel("accuracy on real test data")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Downstream classification")
@@ -339,16 +346,11 @@ def plot_coreference(cor: dict) -> str | None:
         return None
     fig, ax = _fig(7.0, 3.6)
     names = [*[lab for _, lab in _COREF_SCORES], "CoNLL F1", "mentions F1"]
-    x = np.arange(len(names))
-    width = 0.8 / len(roles)
-    for j, (key, label, colour) in enumerate(roles):
-        m = models[key]
-        vals = [*[m[s]["f1"] for s, _ in _COREF_SCORES], m["conll_f1"], m["mentions"]["f1"]]
-        bars = ax.bar(x + (j - (len(roles) - 1) / 2) * width, vals, width, label=label,
-                      color=colour)
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.set_xticks(x, names)
-    ax.set_ylim(0, 1.08)
+    _grouped_bars(ax, names, [(label, colour, [*[models[key][s]["f1"] for s, _ in _COREF_SCORES],
+                                               models[key]["conll_f1"],
+                                               models[key]["mentions"]["f1"]])
+                              for key, label, colour in roles], fontsize=7)
+    ax.set_ylim(0, 1.3)  # room for the legend above the bars
     ax.set_ylabel("F1 on held-out gold documents")
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     ax.set_title("Coreference model trained on each corpus")
