@@ -7,7 +7,8 @@ import pytest
 
 from coref_helpers import litbank_texts
 from dptext.evaluate.coref import CorefConfig, read_gold, silver_coreference
-from dptext.evaluate.coref.parsing import parse_gold
+from dptext.evaluate.coref.model import CorefModel
+from dptext.evaluate.coref.parsing import parse_gold, parse_texts
 from dptext.evaluate.coref.protocol import shuffle_chains, split_gold
 from dptext.evaluate.coref.readers import DEMO
 
@@ -51,3 +52,12 @@ def test_gold_and_silver_beat_the_shuffled_control(gold):
     assert m["shuffled_control"]["mentions"]["f1"] == pytest.approx(
         m["synthetic_silver"]["mentions"]["f1"])
     assert 0.3 < m["gold"]["conll_f1"] < 1, {k: v["conll_f1"] for k, v in m.items()}
+
+
+def test_a_corpus_without_mentions_teaches_nothing():
+    """Silver documents with no mentions (e.g. a degenerate synthetic corpus) train a model
+    that finds nothing; it neither fails nor invents chains."""
+    empty = [p.annotated(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+             for p in parse_texts(["Yes.", "Oh, no!"], 50)]
+    (pred,) = CorefModel().fit(empty).predict(parse_texts(["The man saw his dog. He ran."], 50))
+    assert pred.clusters() == []

@@ -28,13 +28,15 @@ def _pairs(p: Parsed, mentions: np.ndarray, j: int, window: int) -> list[list[st
 
 class _Classifier:
     """Logistic regression on the hashed features that occur in training (liblinear's
-    cost grows with the width of the matrix, and most of the 2^20 hash columns are empty)."""
+    cost grows with the width of the matrix, and most of the 2^20 hash columns are empty);
+    a constant answer when the training labels hold one class (or none: an empty corpus
+    teaches nothing, and its model finds nothing)."""
 
     def __init__(self, rows: list[list[str]], y: list[int], seed: int):
-        x = _HASH.transform(rows)
-        self.cols = np.unique(x.indices)
         self.constant = None if len(set(y)) > 1 else float(bool(y and y[0]))
         if self.constant is None:
+            x = _HASH.transform(rows)
+            self.cols = np.unique(x.indices)
             self.lr = LogisticRegression(C=1.0, solver="liblinear", random_state=seed).fit(
                 x[:, self.cols], np.asarray(y))
 
@@ -65,8 +67,6 @@ class CorefModel:
                 rows = _pairs(p, p.mentions, j, self.window)
                 l_rows += rows
                 l_y += (p.chains[j - len(rows): j] == p.chains[j]).astype(int).tolist()
-        if not m_rows:
-            raise ValueError("no training documents with candidate mentions")
         self.detector_ = _Classifier(m_rows, m_y, self.seed)
         self.linker_ = _Classifier(l_rows, l_y, self.seed)
         return self
