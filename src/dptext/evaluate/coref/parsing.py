@@ -111,9 +111,12 @@ def parse_gold(docs: Sequence[CorefDoc], batch_size: int = 8) -> list[Parsed]:
 
 
 def parse_texts(texts: Iterable[str], max_tokens: int, batch_size: int = 16) -> list[Parsed]:
-    """Parse raw documents, each cut to its first whole sentences within ``max_tokens``."""
+    """Parse raw documents, each cut to its first whole sentences within ``max_tokens``
+    (whitespace normalised)."""
     nlp = load_nlp()
-    cut = (t[: max_tokens * 8] for t in texts)  # a character bound first (~5 per token)
+    # a character bound first (~5 per token); line wraps and runs of spaces become one
+    # space, so that they are not tokens of their own
+    cut = (" ".join(t[: max_tokens * 8].split()) for t in texts)
     out = []
     for doc in nlp.pipe(cut, batch_size=batch_size, disable=["lemmatizer"]):
         end = len(doc)
