@@ -32,6 +32,7 @@ def test_cli_writes_coreference_for_an_unlabelled_corpus(tmp_path):
     assert m["inputs"]["real_test"] is None
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="coreference"' in html and "control: shuffled chains" in html
+    assert "without a real test set" in html
     assert "Coreference: silver chains" in said(res.output)
 
 
