@@ -1,4 +1,5 @@
-"""``dptext evaluate`` (utility, fidelity, leakage, fairness, coherence -> report) and
+"""``dptext evaluate`` (utility, fidelity, leakage, fairness, coherence, coreference ->
+report) and
 ``dptext filter`` (rank or drop synthetic documents by their NLI coherence score)."""
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def _read_private(path: str, text_column: str, label_column: str, label_sep: str
 @app.command()
 def evaluate(
     synthetic: Path = typer.Option(..., help="Synthetic corpus or keyphrase file (JSONL)."),
-    real_test: str = typer.Option(..., help="Real labelled test documents (CSV/JSONL/Parquet/"
-                                            "folder or demo:NAME/test)."),
+    real_test: str | None = typer.Option(
+        None, help="Real labelled test documents (CSV/JSONL/Parquet/folder or "
+                   "demo:NAME/test); not needed with --coref-gold alone."),
     out: Path = typer.Option(..., help="Folder for metrics.json and report.html."),
     real_unlabeled: str | None = typer.Option(
         None, help="Unlabelled client documents for Deep CORAL (never the test set)."),
@@ -65,9 +67,17 @@ def evaluate(
     fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map."),
     coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs."),
     coherence_max_docs: int = typer.Option(100, help="Synthetic documents scored by NLI."),
+    coref_gold: str | None = typer.Option(
+        None, help="Gold coreference documents (folder or .tar.xz of LitBank TSV .txt+.ann "
+                   "or CoNLL-2012 .conll; demo:litbank): silver-coreference utility."),
+    coref_max_tokens: int = typer.Option(1000, help="Coreference: tokens per document, at "
+                                                    "most."),
+    coref_max_docs: int = typer.Option(200, help="Coreference: synthetic (and private) "
+                                                 "documents annotated, at most."),
     seed: int = typer.Option(0, help="Seed of the classifiers and samples."),
 ) -> None:
     """Is the synthetic corpus useful, private and fair? Writes metrics.json + report.html."""
+    from dptext.evaluate.coref import CorefConfig, read_gold
     from dptext.evaluate.data import (
         guarantee,
         read_privacy_report,
@@ -87,9 +97,16 @@ def evaluate(
         if bad:
             raise InputError(f"unknown classifier(s) {', '.join(bad)}; use "
                              f"{', '.join(CLASSIFIERS)}")
+        if real_test is None and coref_gold is None:
+            raise InputError("give --real-test (labelled test documents) or --coref-gold "
+                             "(gold coreference documents), or both")
+        if real_test is None and groups:
+            raise InputError("--group-columns needs --real-test (the groups are its columns)")
         syn = read_synthetic(synthetic)
-        test = read_real(real_test, text_column=text_column, label_column=label_column,
-                         label_sep=label_sep, extra_columns=groups)
+        test = None if real_test is None else read_real(
+            real_test, text_column=text_column, label_column=label_column,
+            label_sep=label_sep, extra_columns=groups)
+        gold = None if coref_gold is None else read_gold(coref_gold)
         prv = None if private is None else _read_private(private, text_column, label_column,
                                                          label_sep)
         unl = None if real_unlabeled is None else read_real(
@@ -101,11 +118,13 @@ def evaluate(
                          seed=seed, leakage=leakage, ner=ner, ner_max_docs=ner_max_docs,
                          ner_backend=ner_backend,
                          canaries=cans, fidelity=fidelity, coherence=coherence,
-                         coherence_max_docs=coherence_max_docs, group_columns=groups)
+                         coherence_max_docs=coherence_max_docs, group_columns=groups,
+                         coref=CorefConfig(max_tokens=coref_max_tokens,
+                                           max_docs=coref_max_docs, seed=seed))
         with console.status("evaluating") as status:
             metrics = run(syn, test, private=prv, unlabeled=unl,
                           privacy=guarantee(read_privacy_report(synthetic)), cfg=cfg,
-                          progress=lambda msg: status.update(msg))
+                          progress=lambda msg: status.update(msg), coref_gold=gold)
     except InputError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None

@@ -64,6 +64,19 @@ def _fig(w=6.0, h=3.6):
     return plt.subplots(figsize=(w, h))
 
 
+def _grouped_bars(ax, names: list[str], series: list[tuple[str, str, list[float]]],
+                  fontsize: int = 8) -> None:
+    """One bar per (label, colour, values) series at each name, values printed on top."""
+    width = 0.8 / len(series)
+    x = np.arange(len(names))
+    for j, (label, colour, vals) in enumerate(series):
+        bars = ax.bar(x + (j - (len(series) - 1) / 2) * width, vals, width, label=label,
+                      color=colour)
+        ax.bar_label(bars, fmt="%.2f", fontsize=fontsize)
+    ax.set_xticks(x, names)
+    ax.set_ylim(0, 1.08)
+
+
 def plot_utility(util: dict) -> str | None:
     clfs = util.get("classifiers", {})
     if not clfs:
@@ -75,16 +88,10 @@ def plot_utility(util: dict) -> str | None:
     series = [("synthetic", "trained on synthetic", SYN_COLOUR),
               ("synthetic_coral", "synthetic + CORAL", "#C44E52"),
               ("ceiling", "trained on real (ceiling)", CEIL_COLOUR)]
-    series = [s for s in series if any(s[0] in clfs[n] for n in names)]
-    width = 0.8 / len(series)
-    x = np.arange(len(names))
-    for j, (key, label, colour) in enumerate(series):
-        vals = [headline(clfs[n][key]) if key in clfs[n] else 0 for n in names]
-        bars = ax.bar(x + (j - (len(series) - 1) / 2) * width, vals, width, label=label,
-                      color=colour)
-        ax.bar_label(bars, fmt="%.2f", fontsize=8)
-    ax.set_xticks(x, names)
-    ax.set_ylim(0, 1.08)
+    _grouped_bars(ax, names, [(label, colour, [headline(clfs[n][key]) if key in clfs[n] else 0
+                                               for n in names])
+                              for key, label, colour in series
+                              if any(key in clfs[n] for n in names)])
     ax.set_ylabel("accuracy on real test data")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Downstream classification")
@@ -325,6 +332,58 @@ def _coherence_html(coh: dict) -> str:
             + _img(plot_coherence(coh), "NLI score distribution"))
 
 
+_COREF_ROLES = (("gold", "gold train (ceiling)", CEIL_COLOUR),
+                ("synthetic_silver", "synthetic, silver chains", SYN_COLOUR),
+                ("private_silver", "real private, silver chains", REAL_COLOUR),
+                ("shuffled_control", "control: shuffled chains", "#999999"))
+_COREF_SCORES = (("muc", "MUC"), ("b3", "B³"), ("ceafe", "CEAF-e"))
+
+
+def plot_coreference(cor: dict) -> str | None:
+    models = cor.get("models") or {}
+    roles = [r for r in _COREF_ROLES if r[0] in models]
+    if not roles:
+        return None
+    fig, ax = _fig(7.0, 3.6)
+    names = [*[lab for _, lab in _COREF_SCORES], "CoNLL F1", "mentions F1"]
+    _grouped_bars(ax, names, [(label, colour, [*[models[key][s]["f1"] for s, _ in _COREF_SCORES],
+                                               models[key]["conll_f1"],
+                                               models[key]["mentions"]["f1"]])
+                              for key, label, colour in roles], fontsize=7)
+    ax.set_ylim(0, 1.3)  # room for the legend above the bars
+    ax.set_ylabel("F1 on held-out gold documents")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.set_title("Coreference model trained on each corpus")
+    return _png(fig)
+
+
+def _coreference_html(cor: dict) -> str:
+    if not cor:
+        return ""
+    if cor.get("skipped"):
+        return _skip(cor)
+    models, caps = cor["models"], cor["caps"]
+    rows = [[label, models[key]["train_docs"], models[key]["train_mentions"],
+             *[_num(models[key][s]["f1"]) for s, _ in _COREF_SCORES],
+             _num(models[key]["conll_f1"]), _num(models[key]["mentions"]["f1"])]
+            for key, label, _ in _COREF_ROLES if key in models]
+    verdict = ("the shuffled control scores lowest, as it must" if
+               cor["control_below_synthetic"] and cor["control_below_gold"] else
+               "warning: the shuffled control does not score lowest: too few documents to "
+               "tell good training data from bad")
+    return (f"<p>A coreference model (mention detection + mention-pair linking on spaCy "
+            f"features) trained on {cor['n_gold_train']} gold documents annotates the "
+            "synthetic (and the real private) documents with silver chains; a fresh model "
+            f"trained on each silver corpus is scored on {cor['n_gold_test']} held-out gold "
+            f"documents ({escape(cor['scoring'])}). Close to the gold row = the synthetic "
+            f"documents keep their entities as consistent as real text; {escape(verdict)}. "
+            f"Caps: {caps['max_tokens']} tokens a document, {caps['max_docs']} synthetic "
+            "(and private) documents.</p>"
+            + _table(["trained on", "docs", "mentions", *[lab for _, lab in _COREF_SCORES],
+                      "CoNLL F1", "mention F1"], rows)
+            + _img(plot_coreference(cor), "Coreference F1 on held-out gold documents"))
+
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1000px;
 margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
@@ -338,6 +397,13 @@ font-size:.85em;max-width:600px} .note{color:#8a5a00} .skip{color:#999;font-styl
 figure{display:inline-block;margin:.5em 1em .5em 0} img.plot{max-width:100%}
 figcaption{font-size:.8em;color:#666} section{border-top:1px solid #eee;margin-top:1.5em}
 """
+
+
+def _tested_against(inp: dict) -> str:
+    if inp.get("real_test") is None:
+        return "without a real test set"
+    return (f"tested against {escape(str(inp.get('n_test')))} real documents "
+            f"({escape(str(inp['real_test']))})")
 
 
 def render_html(m: dict) -> str:
@@ -356,6 +422,8 @@ def render_html(m: dict) -> str:
          _leakage_html(m.get("leakage", {}))),
         ("fairness", "Fairness across subgroups", _fairness_html(m.get("fairness", {}))),
         ("coherence", "Coherence", _coherence_html(m.get("coherence", {}))),
+        ("coreference", "Coreference: are entities consistent enough to learn from?",
+         _coreference_html(m.get("coreference", {}))),
     ]
     body = "".join(f'<section id="{sid}"><h2>{escape(title)}</h2>{html}</section>'
                    for sid, title, html in sections if html)
@@ -365,8 +433,7 @@ def render_html(m: dict) -> str:
 <title>dptext evaluation report</title><style>{CSS}</style></head>
 <body><h1>Synthetic data evaluation</h1>
 <p class="sub">{escape(str(inp.get('n_synthetic')))} synthetic documents
-({escape(str(inp.get('synthetic')))}) tested against {escape(str(inp.get('n_test')))} real
-documents ({escape(str(inp.get('real_test')))}). {escape(created)}</p>
+({escape(str(inp.get('synthetic')))}) {_tested_against(inp)}. {escape(created)}</p>
 <section id="summary"><h2>Summary</h2>{summary}</section>
 {body}
 <footer><p class="sub">Generated by dptext {escape(str(m.get('dptext_version', '')))}.

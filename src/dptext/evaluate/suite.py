@@ -1,4 +1,5 @@
-"""One evaluation run: utility, fidelity/diversity, leakage, fairness, coherence -> metrics.
+"""One evaluation run: utility, fidelity/diversity, leakage, fairness, coherence,
+coreference -> metrics.
 
 ``evaluate(...)`` returns the ``metrics.json`` dictionary; ``report.write_report``
 turns it into the HTML page. Every section can be switched off, and a section
@@ -9,10 +10,12 @@ skipped with the reason, never silently left out.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from dptext.evaluate.coref import CorefConfig, CorefDoc
 from dptext.evaluate.data import Labelled
 from dptext.evaluate.utility import (
     LabelSpace,
@@ -44,6 +47,7 @@ class EvalConfig:
     coherence_max_docs: int = 200
     nli_backend: str = "onnx"
     group_columns: tuple[str, ...] = ()
+    coref: CorefConfig = field(default_factory=CorefConfig)
     extra: dict = field(default_factory=dict)
 
 
@@ -67,9 +71,11 @@ class _EmbeddingCache:
         return self._cache[key]
 
 
-def run_utility(synthetic: Labelled, test: Labelled, private: Labelled | None,
+def run_utility(synthetic: Labelled, test: Labelled | None, private: Labelled | None,
                 unlabeled: Labelled | None, cfg: EvalConfig, embed) -> tuple[dict, dict]:
     """Train each classifier on synthetic (and on real = ceiling); returns (metrics, preds)."""
+    if test is None:
+        return {"skipped": "no real test set (--real-test)"}, {}
     if synthetic.labels is None or test.labels is None:
         return {"skipped": "the synthetic corpus or the real test set has no labels"}, {}
     trains = {"synthetic": synthetic}
@@ -124,10 +130,14 @@ def run_utility(synthetic: Labelled, test: Labelled, private: Labelled | None,
     return result, preds
 
 
-def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = None,
+def evaluate(synthetic: Labelled, test: Labelled | None, *, private: Labelled | None = None,
              unlabeled: Labelled | None = None, privacy: dict | None = None,
-             cfg: EvalConfig | None = None, encoder=None, progress=None) -> dict:
-    """Run every section and return the metrics dictionary (JSON-serialisable)."""
+             cfg: EvalConfig | None = None, encoder=None, progress=None,
+             coref_gold: Sequence[CorefDoc] | None = None) -> dict:
+    """Run every section and return the metrics dictionary (JSON-serialisable).
+
+    Without a real test set (``test=None``: an unlabelled corpus evaluated on gold
+    coreference documents only) the sections that compare with it are skipped."""
     cfg = cfg or EvalConfig()
     say = progress or (lambda msg: None)
     if encoder is None:
@@ -137,7 +147,8 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
     embed = _EmbeddingCache(encoder)
     metrics: dict = {
         "inputs": {"synthetic": synthetic.source, "n_synthetic": len(synthetic),
-                   "real_test": test.source, "n_test": len(test),
+                   "real_test": None if test is None else test.source,
+                   "n_test": None if test is None else len(test),
                    "private": None if private is None else private.source,
                    "n_private": None if private is None else len(private),
                    "unlabeled": None if unlabeled is None else unlabeled.source,
@@ -155,7 +166,7 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
 
         terms = release_vocabulary(synthetic.keyphrases or ())
         k = sequence_length(synthetic.keyphrases or ())
-        test_u = as_sequences(test, terms, k)
+        test_u = None if test is None else as_sequences(test, terms, k)
         private_u = None if private is None else as_sequences(private, terms, k)
         unlabeled_u = None if unlabeled is None else as_sequences(unlabeled, terms, k)
         metrics["keyphrase_protocol"] = {"vocabulary_size": len(terms), "k": k}
@@ -166,7 +177,9 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
     y_test = util.pop("y_test", None)
     metrics["utility"] = util
 
-    if cfg.fidelity:
+    if cfg.fidelity and test is None:
+        metrics["fidelity"] = {"skipped": "no real test set (--real-test) to compare with"}
+    elif cfg.fidelity:
         from dptext.evaluate.fidelity import fidelity_and_diversity
 
         # a keyphrase file is compared with the real documents' phrase sequences (same form)
@@ -184,7 +197,7 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
             ner=cfg.ner and cfg.leakage, ngrams=cfg.leakage, ner_max_docs=cfg.ner_max_docs,
             ner_backend=cfg.ner_backend, seed=cfg.seed)
 
-    if cfg.group_columns:
+    if cfg.group_columns and test is not None:
         from dptext.evaluate.fairness import fairness_report
 
         say("fairness")
@@ -198,6 +211,13 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
         say("coherence (NLI)")
         metrics["coherence"], metrics["timings_s"]["coherence"] = _timed(
             coherence_report, synthetic, cfg.nli_backend, cfg.coherence_max_docs, cfg.seed)
+
+    if coref_gold is not None:
+        from dptext.evaluate.coref import coreference_section
+
+        say("coreference (silver chains)")
+        metrics["coreference"], metrics["timings_s"]["coreference"] = _timed(
+            coreference_section, synthetic, private, coref_gold, cfg.coref, say)
 
     metrics["summary"] = summary_rows(metrics)
     return metrics
@@ -269,6 +289,17 @@ def summary_rows(m: dict) -> list[dict]:
     if "mean_score" in coh:
         rows.append({"metric": "Coherence (NLI score)", "value": _fmt(coh["mean_score"], True),
                      "note": "Share of consecutive sentence pairs that do not contradict."})
+    cor = m.get("coreference", {}).get("models")
+    if cor:
+        val = f"CoNLL F1 {_fmt(cor['synthetic_silver']['conll_f1'], True)} trained on " \
+              f"synthetic silver vs {_fmt(cor['gold']['conll_f1'], True)} on gold"
+        if "private_silver" in cor:
+            val += f", {_fmt(cor['private_silver']['conll_f1'], True)} on real silver"
+        val += f" (shuffled control {_fmt(cor['shuffled_control']['conll_f1'], True)})"
+        rows.append({"metric": "Coreference: silver chains", "value": val,
+                     "note": "A coreference model trained on the synthetic documents' silver "
+                             "chains, tested on held-out gold documents; the control must be "
+                             "lowest."})
     fair = m.get("fairness", {})
     for col, res in fair.get("groups", {}).items():
         rows.append({"metric": f"Fairness over {col!r}: equalized odds",
