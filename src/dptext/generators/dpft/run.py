@@ -22,14 +22,12 @@ import numpy as np
 
 from dptext.corpus import Corpus
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
-from dptext.generators.dpft.generator import NOT_PRIVATE, DPFineTuneGenerator
+from dptext.generators.dpft.generator import NOT_PRIVATE, PLAN_NAME, DPFineTuneGenerator
 from dptext.generators.dpft.model import describe_dtype
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 from dptext.privacy import Release
 from dptext.privacy.budget import planned_run
-
-PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
 
 
 @dataclass
@@ -88,7 +86,7 @@ class DPFTGenerator(BaseGenerator):
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
                                       seed=ctx.seed, progress=ctx.progress)
-            gen.fit(corpus, base=self.base).save(model_dir)
+            gen.fit_charged(corpus, base=self.base).save(model_dir)  # the engine charged it
         gen = DPFineTuneGenerator.load(model_dir, base=self.base)
         ctx.ledger.releases[:] = gen.ledger_.releases
         return {"model": "model", "estimated_documents": round(gen.code_distribution_.total())}
