@@ -26,9 +26,9 @@ def inspect(
     input: o.InputPath,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    labels: o.Labels = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
-    labels: o.Labels = None,
 ) -> None:
     """Show your private corpus's exact facts (size, bad rows, labels, undeclared labels):
     what the error messages of a run leave out. Releases nothing, charges nothing."""
