@@ -10,8 +10,9 @@ Persistent budget: ``fit`` checks the whole run against the corpus's ledger (its
 id from ``config.toml``, else its keyed content fingerprint; or the ``budget`` given) and
 charges it as one (ε, δ) block before the first release, then settles it to the releases
 made (``privacy.budget.settle_run``), as the run engine does: a release made through
-this API is never outside a persistent ledger. ``fit_charged`` is for a caller that has
-charged the run already (the engine's ``DPFTGenerator``).
+this API is never outside a persistent ledger. ``fit_uncharged`` is for a caller that
+charges the run itself (the engine's ``DPFTGenerator``) or makes no release (the canary
+audit).
 
 Budget: ``epsilon`` is the whole run's. ``code_share`` of it (and ``code_delta_share``
 of δ) goes to the Gaussian control-code histogram; the DP-SGD noise multiplier is then
@@ -107,7 +108,7 @@ class DPFineTuneGenerator:
         again. ``base``: an already loaded ``(model, tokenizer)`` (tests)."""
         self._check(corpus)
         if self._plan_file() is not None and self._plan_file().exists():
-            return self.fit_charged(corpus, base=base)
+            return self.fit_uncharged(corpus, base=base)
         budget = budget if budget is not None else open_budget(corpus)
         run_id = uuid.uuid4().hex
         budget.commit(PrivacyLedger(releases=[planned_run(PLAN_NAME, self.epsilon,
@@ -116,7 +117,7 @@ class DPFineTuneGenerator:
                       parameters={"method": "dpft", "epsilon": _num(self.epsilon),
                                   "delta": self.delta, "dpft_config": self.config.to_dict()},
                       allow_overrun=allow_budget_overrun, run_id=run_id)
-        self.fit_charged(corpus, base=base)
+        self.fit_uncharged(corpus, base=base)
         if self.private:  # the releases made replace the block (never costing more)
             settle_run(budget, run_id, self.ledger_.releases)
         return self
@@ -130,9 +131,10 @@ class DPFineTuneGenerator:
     def _plan_file(self) -> Path | None:
         return self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
 
-    def fit_charged(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
-        """Train on ``corpus`` for a caller that has charged this run to the corpus's
-        persistent budget already (the run engine); ``fit`` charges it itself."""
+    def fit_uncharged(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
+        """Train on ``corpus`` without charging its persistent budget: for a caller that
+        charges the run itself (the run engine) or whose results are no release (the
+        canary audit, whose exposures stay with the curator); ``fit`` charges it."""
         self._check(corpus)
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)

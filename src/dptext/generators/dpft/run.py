@@ -86,7 +86,7 @@ class DPFTGenerator(BaseGenerator):
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
                                       seed=ctx.seed, progress=ctx.progress)
-            gen.fit_charged(corpus, base=self.base).save(model_dir)  # the engine charged it
+            gen.fit_uncharged(corpus, base=self.base).save(model_dir)  # the engine charged it
         gen = DPFineTuneGenerator.load(model_dir, base=self.base)
         ctx.ledger.releases[:] = gen.ledger_.releases
         return {"model": "model", "estimated_documents": round(gen.code_distribution_.total())}
