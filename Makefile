@@ -1,4 +1,4 @@
-.PHONY: setup demo keyphrases test lint chromium
+.PHONY: setup demo keyphrases test lint chromium docs
 PY := .venv/bin/python
 
 .venv/.setup-done: pyproject.toml scripts/setup.sh requirements-*.txt
@@ -21,7 +21,13 @@ keyphrases: setup
 chromium:
 	@[ -x /usr/bin/chromium ] || bash scripts/install-chromium.sh
 
-test: setup chromium
+# the documentation site (mkdocs.yml) into build/site; --strict: a broken link, a missing
+# image or a page left out of the nav fails the build (and with it make test). Offline.
+# Not --quiet: it hides the warnings from the counter that --strict aborts on.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+test: setup chromium docs
 	$(PY) -m pytest -q
 
 lint: setup

@@ -14,6 +14,7 @@ import typer
 from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
+from dptext.generators.augpe.generator import AugPEGenerator
 from dptext.generators.augpe.run import AugPEConfig
 
 AUGPE = "Aug-PE"
@@ -25,7 +26,7 @@ def augpe(
     out: o.Out,
     epsilon: Annotated[float, typer.Option(help="Total ε of the run (DP vocabulary + all "
                                            "vote histograms).", rich_help_panel=AUGPE)],
-    delta: o.Delta = o.D["delta"],
+    delta: o.Delta = AugPEGenerator.delta,
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
     per_class: Annotated[int | None, typer.Option(
@@ -58,10 +59,10 @@ def augpe(
     label_set_share: Annotated[float, typer.Option(
         help="Share of the budget (Gaussian μ²) spent on the DP label set when --labels is "
         "not given.", rich_help_panel=AUGPE)] = 0.1,
-    vocab: o.Vocab = o.D["vocab"],
-    vocab_size: o.VocabSize = o.D["vocab_size"],
-    terms_per_doc: o.TermsPerDoc = AugPEConfig.terms_per_doc,
-    embedder: o.Embedder = o.D["embedder"],
+    vocab: o.MethodVocab = AugPEConfig.vocab,
+    vocab_size: o.VocabSize = AugPEConfig.vocab_size,
+    terms_per_doc: o.MethodTermsPerDoc = AugPEConfig.terms_per_doc,
+    embedder: o.Embedder = AugPEConfig.embedder,
     augpe_class_names: Annotated[bool, typer.Option(
         "--augpe-class-names", help="Put the class names in the prompts IN THE CLEAR (the "
         "original Aug-PE); the privacy report marks the run as leaking them.",

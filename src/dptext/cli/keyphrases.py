@@ -72,10 +72,17 @@ def keyphrases(
     )
 
     with o.user_errors(), use_engine(engine, ray_address):
+        from dptext.generators.kps import KeyphraseSeeder
+        from dptext.generators.kps_generator import (
+            check_seeder,
+            fit_seeder,
+            made_releases,
+            seeder_parameters,
+        )
+        from dptext.privacy.budget import settle_run
+        from dptext.run import budget as run_budget
+
         declared = o.parse_labels(labels)
-        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
-                             fmt=format, encoding=encoding, skip_invalid=skip_invalid)
-        o.announce_corpus(corpus)
         params = dict(
             vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
             **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
@@ -86,24 +93,27 @@ def keyphrases(
             sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
             label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
             terms_share=terms_share, model=model, select=select, mixture=mixture)
-        from dptext.generators.kps import KeyphraseSeeder
-        from dptext.generators.kps_generator import fit_seeder, seeder_parameters
-        from dptext.privacy.budget import settle_run
-        from dptext.run import budget as run_budget
-
+        seeder = KeyphraseSeeder(**params)
+        check_seeder(seeder)  # a bad option or name is refused before anything is charged
+        corpus = read_corpus(input, text_column=text_column, label_column=label_column,
+                             fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+        o.announce_corpus(corpus)
         # the whole plan is checked and charged before the first release; once fitted,
-        # the releases actually made replace it (never costing more)
-        planned_seeder = KeyphraseSeeder(**params)
+        # the releases actually made replace it (never costing more), and a fit that
+        # fails is charged only the releases it made
         say = console.print
         budget, run_id = run_budget.charge(
             corpus, run_budget.BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
-            planned_seeder.planned_releases(corpus.labels is not None), command="keyphrases",
-            parameters=seeder_parameters(planned_seeder), input=input, say=say)
-        # the stage only, no elapsed time: the fit's time grows with the corpus's size
-        with console.status("fitting DP-KPS") as status:
-            seeder, rng = fit_seeder(
-                corpus, params, seed=seed, say=say,
-                progress=lambda msg: status.update(f"DP-KPS: {msg}"))
+            seeder.planned_releases(corpus.labels is not None), command="keyphrases",
+            parameters=seeder_parameters(seeder), input=input, say=say)
+        try:
+            # the stage only, no elapsed time: the fit's time grows with the corpus's size
+            with console.status("fitting DP-KPS") as status:
+                rng = fit_seeder(seeder, corpus, seed=seed, say=say,
+                                 progress=lambda msg: status.update(f"DP-KPS: {msg}"))
+        except Exception:
+            run_budget.settle_failed(budget, run_id, made_releases(seeder), say)
+            raise
         settle_run(budget, run_id, seeder.ledger_.releases)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000

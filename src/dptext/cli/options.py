@@ -51,11 +51,19 @@ Labels = Annotated[str | None, typer.Option(
     "with DP partition selection (the 'label set' release, charged to the run's ε): labels "
     "of too few documents are dropped, with their documents.", rich_help_panel=INPUT)]
 
+VOCAB_SPECS = ("english, english:N, glove, glove:N, medical, function-words, quantities "
+               "(numbers with units), or a file (one term per line); combine with +, e.g. "
+               "english:20000+quantities")
 Vocab = Annotated[str, typer.Option(
-    help="Public vocabulary: english, english:N, glove, glove:N, medical, function-words, "
-    "quantities (numbers with units), or a file (one term per line); combine with +, e.g. "
-    "english:20000+quantities. auto: english:20000+function-words for the histogram "
-    "models, english:20000 for --model kde/hybrid.", rich_help_panel=SEEDER)]
+    help=f"Public vocabulary: {VOCAB_SPECS}. auto: english:20000+function-words for the "
+    "histogram models, english:20000 for --model kde/hybrid; with --method augpe or pate, "
+    "that method's own default (english:20000).", rich_help_panel=SEEDER)]
+#: the vocabulary of a method's DP vocabulary release (Aug-PE's and PATE's own commands)
+MethodVocab = Annotated[str, typer.Option(
+    "--vocab", help=f"Public vocabulary the DP vocabulary is released over: {VOCAB_SPECS}.")]
+MethodTermsPerDoc = Annotated[int, typer.Option(
+    "--terms-per-doc", min=1,
+    help="S: distinct vocabulary terms one document may contribute to the DP vocabulary.")]
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]

@@ -22,7 +22,7 @@ def pate(
     epsilon: Annotated[float, typer.Option(
         "--epsilon", help="Total ε of the run (teacher votes + label tutor [+ vocabulary]).",
         rich_help_panel=PATE)],
-    delta: o.Delta = 1e-5,
+    delta: o.Delta = PateConfig.delta,
     documents: Annotated[int | None, typer.Option(
         help="Total output documents (default: 100 per class).", rich_help_panel=PATE)
     ] = None,
@@ -45,7 +45,7 @@ def pate(
     label_set_share: Annotated[float, typer.Option(
         help="Share of ε for the DP label set (only without --labels, on a labelled "
         "corpus).", rich_help_panel=PATE)] = 0.1,
-    embedder: o.Embedder = "minilm",
+    embedder: o.Embedder = PateConfig.embedder,
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
     max_tokens: o.MaxTokens = 400,
@@ -56,9 +56,9 @@ def pate(
         help="Comma-separated PUBLIC label names: candidates are written per label from the "
         "document type and the name. Without it, prompts use terms of a DP vocabulary and the "
         "teachers assign labels.", rich_help_panel=o.INPUT)] = None,
-    vocab: o.Vocab = o.D["vocab"],
-    terms_per_doc: o.TermsPerDoc = PateConfig.terms_per_doc,
-    vocab_size: o.VocabSize = o.D["vocab_size"],
+    vocab: o.MethodVocab = PateConfig.vocab,
+    terms_per_doc: o.MethodTermsPerDoc = PateConfig.terms_per_doc,
+    vocab_size: o.VocabSize = PateConfig.vocab_size,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
     format: o.Format = None,

@@ -29,6 +29,7 @@ __all__ = [
     "InputError",
     "Model2VecEmbedder",
     "SentenceTransformerEmbedder",
+    "check_embedder",
     "default_cache_dir",
     "load_embedder",
     "models_dir",
@@ -61,19 +62,30 @@ def load_embedder(spec: str = "minilm", *, cache_dir: str | Path | None = None) 
     (vocabulary terms) may ask for it, never for private documents. Nothing is
     loaded here; the model loads on the first ``encode``. Bad specs raise ``InputError``.
     """
+    inner = _embedder(spec)
+    if not cache_dir:
+        return inner
+    return CachedEmbedder(inner, cache_dir)
+
+
+def check_embedder(spec: str) -> None:
+    """Refuse an embedder ``load_embedder`` would refuse (an unknown name, a folder with no
+    model, mpnet not installed) without loading a model: a run checks this before it is
+    charged, so a typo costs no privacy budget."""
+    _embedder(spec)
+
+
+def _embedder(spec: str) -> Embedder:
+    """The embedder ``spec`` names, made but not loaded (``InputError`` for a bad spec)."""
     if not isinstance(spec, str) or not spec.strip():
         raise InputError(f"embedder must be one of {_choices()}; got {spec!r}")
     spec = spec.strip()
     key = spec.lower()
     if key in _FACTORIES:
-        inner = _FACTORIES[key]()
-    elif spec in (MINILM_ID, MPNET_ID) or _looks_like_path(spec):
-        inner = SentenceTransformerEmbedder(spec)  # InputError with advice if no model there
-    else:
-        raise InputError(f"unknown embedder {spec!r}: choose {_choices()}")
-    if not cache_dir:
-        return inner
-    return CachedEmbedder(inner, cache_dir)
+        return _FACTORIES[key]()
+    if spec in (MINILM_ID, MPNET_ID) or _looks_like_path(spec):
+        return SentenceTransformerEmbedder(spec)  # InputError with advice if no model there
+    raise InputError(f"unknown embedder {spec!r}: choose {_choices()}")
 
 
 def _looks_like_path(spec: str) -> bool:

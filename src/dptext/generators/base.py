@@ -43,6 +43,19 @@ def check_declared_labels(corpus: Corpus, declared) -> None:
         check_declared(corpus.labels, declared, source=corpus.source)
 
 
+def check_resources(*, vocab: Any = None, embedder: Any = None) -> None:
+    """Resolve the names of the public resources a fit will load (a vocabulary spec, an
+    embedder) before the run is charged, so that a mistyped name costs no privacy budget.
+    Objects given instead of names, and ``None``, are taken as they are."""
+    from dptext.embed import check_embedder
+    from dptext.text.vocabulary import check_vocabulary
+
+    if isinstance(vocab, str):
+        check_vocabulary(vocab)
+    if isinstance(embedder, str):
+        check_embedder(embedder)
+
+
 def checks_summary(parameters: dict[str, Any]) -> str:
     """The summary clause of the LLM checks' counts a fit saved in its parameters (none in
     a run folder from before they were counted)."""
@@ -169,6 +182,13 @@ class BaseGenerator:
     def columns(self) -> tuple[str, ...]:
         """Corpus columns to read besides text and label."""
         return self.extra_columns
+
+    def released(self, ctx: RunContext) -> list[Release] | None:
+        """After ``fit`` failed: the releases it made (the engine settles the corpus's
+        ledger to them); ``None`` when they cannot be told apart, so the whole plan stays
+        charged. Every release is recorded in ``ctx.ledger`` as it is made, unless a
+        generator keeps them elsewhere and says so here."""
+        return list(ctx.ledger.releases)
 
 
 def _jsonable(v: Any) -> Any:

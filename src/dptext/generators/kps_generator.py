@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dptext.corpus import Corpus
-from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.base import (
+    BaseGenerator,
+    CorpusInfo,
+    Documents,
+    RunContext,
+    check_resources,
+)
 from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
 from dptext.privacy import Release
 from dptext.privacy.labels import LABEL_SET_NOTE
@@ -55,13 +61,25 @@ def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
     return out
 
 
-def fit_seeder(corpus: Corpus, params: dict[str, Any], *, seed: int | None,
+def check_seeder(seeder: KeyphraseSeeder) -> None:
+    """Before the run is charged: the seeder's options, and the vocabulary and embedder
+    they name (a mistyped name costs no budget)."""
+    seeder.planned_releases()  # checks the options
+    check_resources(vocab=seeder.vocab_spec(), embedder=seeder.embedder)
+
+
+def made_releases(seeder: KeyphraseSeeder) -> list[Release]:
+    """The releases a seeder has made so far (all of them once fitted; after a failed fit,
+    those made before the failure)."""
+    ledger = getattr(seeder, "ledger_", None)
+    return list(ledger.releases) if ledger is not None else []
+
+
+def fit_seeder(seeder: KeyphraseSeeder, corpus: Corpus, *, seed: int | None,
                say: Callable[[str], None],
-               progress: Callable[[str], None] | None = None
-               ) -> tuple[KeyphraseSeeder, np.random.Generator]:
-    """Fit a KeyphraseSeeder (every DP-KPS release); returns it and the public rng the
-    sequences are drawn with."""
-    seeder = KeyphraseSeeder(**params)
+               progress: Callable[[str], None] | None = None) -> np.random.Generator:
+    """Fit ``seeder`` (every DP-KPS release); returns the public rng the sequences are
+    drawn with."""
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     seeder.fit(corpus, rng=rng, progress=progress)
@@ -73,7 +91,7 @@ def fit_seeder(corpus: Corpus, params: dict[str, Any], *, seed: int | None,
            if n_sketches else ""))
     for line in seeder.summary_lines():
         say(line)
-    return seeder, rng
+    return rng
 
 
 @dataclass
@@ -127,7 +145,7 @@ class KPSGenerator(BaseGenerator):
     def validate(self) -> None:
         if self.per_class is not None and self.documents is not None:
             raise ValueError("give either documents per class or a total number of documents")
-        self.seeder_params()
+        check_seeder(KeyphraseSeeder(**self.seeder_params()))
         self._prompting()  # everything the LLM will see is checked before any release
 
     def check(self, corpus: Corpus) -> None:
@@ -149,10 +167,13 @@ class KPSGenerator(BaseGenerator):
 
     def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
         started = time.perf_counter()
-        seeder, rng = fit_seeder(corpus, self.seeder_params(), seed=ctx.seed, say=ctx.say,
-                                 progress=lambda msg: ctx.say(
-                                     f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
-        ctx.ledger.releases.extend(seeder.ledger_.releases)
+        seeder = KeyphraseSeeder(**self.seeder_params())
+        try:
+            rng = fit_seeder(seeder, corpus, seed=ctx.seed, say=ctx.say,
+                             progress=lambda msg: ctx.say(
+                                 f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
+        finally:  # every release made, a failed fit's too (the engine settles to them)
+            ctx.ledger.releases.extend(made_releases(seeder))
         per_class = self.per_class
         if per_class is None and self.documents is None:
             per_class = 100

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from dptext.llm.base import register_backend
 from dptext.llm.errors import LLMError
-from dptext.llm.models import DEFAULT_LOCAL_MODEL, resolve_model_path
+from dptext.llm.models import DEFAULT_LOCAL_MODEL, check_model, resolve_model_path
 from dptext.llm.openai import build_request, parse_response
 from dptext.llm.types import Completion, Prompt
 
@@ -123,4 +123,5 @@ class LocalGGUFBackend:
 
 @register_backend("local")
 def _factory(rest: str, **options) -> LocalGGUFBackend:
+    check_model(rest or DEFAULT_LOCAL_MODEL)  # a typo is refused before a run is charged
     return LocalGGUFBackend(rest or DEFAULT_LOCAL_MODEL, **options)

@@ -77,10 +77,10 @@ def _part_path(module: str) -> Path:
     return parts[0]
 
 
-def resolve_model_path(name: str) -> Path:
-    """A catalogue alias or a path to a ``.gguf`` -> a verified file on disk."""
+def _model_file(name: str) -> GGUFModel | Path:
+    """The catalogue entry or the GGUF file ``name`` names (checked, nothing assembled)."""
     if name in CATALOGUE:
-        return assemble(CATALOGUE[name])
+        return CATALOGUE[name]
     path = Path(name).expanduser()
     if path.suffix == ".gguf" or path.exists():
         if not path.is_file():
@@ -88,6 +88,22 @@ def resolve_model_path(name: str) -> Path:
         return path
     raise LLMError(f"unknown local model {name!r}; use one of {', '.join(CATALOGUE)} "
                    "or local:/path/to/model.gguf")
+
+
+def check_model(name: str) -> None:
+    """Refuse a local model that is not there (an unknown alias, a missing file, a part
+    package not installed) without assembling or loading it: the backend checks this when
+    it is made, before a run is charged."""
+    model = _model_file(name)
+    if isinstance(model, GGUFModel):
+        for module in model.modules:
+            _package_dir(module)
+
+
+def resolve_model_path(name: str) -> Path:
+    """A catalogue alias or a path to a ``.gguf`` -> a verified file on disk."""
+    model = _model_file(name)
+    return assemble(model) if isinstance(model, GGUFModel) else model
 
 
 def assemble(model: GGUFModel) -> Path:

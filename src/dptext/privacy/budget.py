@@ -483,6 +483,31 @@ def settle_run(budget: CorpusBudget, run_id: str, releases: list[Release]) -> Gu
         return budget.spent()
 
 
+def recharge_run(budget: CorpusBudget, run_id: str, planned: list[Release], *,
+                 allow_overrun: bool = False) -> Guarantee:
+    """Charge a run settled after a failure its whole plan again, before it resumes and
+    makes the rest of its releases (``settle_run`` replaces the plan once they are made).
+    Refused, changing nothing, when that would take the corpus past its total. Returns the
+    corpus's total spend."""
+    with budget._locked():
+        explicit = (budget.total, budget.total_source)
+        budget.runs = []
+        budget._load()
+        if explicit[1] == "--budget-total":
+            budget.total, budget.total_source = explicit
+        run = next((r for r in budget.runs if r["run_id"] == run_id), None)
+        if run is None:
+            raise ValueError(f"no run {run_id} in privacy ledger {budget.path}")
+        run["releases"] = [asdict(r) for r in planned]
+        run["guarantee"] = asdict(compose(list(planned)))
+        after = budget.spent()
+        if (budget.total is not None and not allow_overrun
+                and after.epsilon > budget.total * (1 + 1e-9)):
+            raise budget._refusal(after.epsilon, "resuming this run (its whole plan)")
+        budget._write()
+        return after
+
+
 def open_budget(corpus, *, total: float | None = None, dataset_id: str | None = None,
                 input: str | None = None, home: Path | None = None) -> CorpusBudget:
     """The ledger a run on ``corpus`` spends: by ``dataset_id``, else by the dataset id

@@ -1,8 +1,10 @@
 """The one budget policy of every run: before its first release, the run's whole plan is
-checked against the corpus's persistent budget and charged to it, so a run that fails, is
-killed or is abandoned afterwards is still counted; once the releases are made they
-replace the plan (``privacy.budget.settle_run``: never costing more). A resumed run
-charges nothing again."""
+checked against the corpus's persistent budget and charged to it, so a run that is killed
+or abandoned afterwards is still counted; once the releases are made they replace the
+plan (``privacy.budget.settle_run``: never costing more). A run that fails with an error
+is settled to the releases it made before the failure (``settle_failed``: a mistyped
+option found late costs nothing); resuming it charges its whole plan again first
+(``recharge``). A run resumed after a kill charges nothing again."""
 
 from __future__ import annotations
 
@@ -10,8 +12,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dptext.privacy import Guarantee, PrivacyLedger, Release
-from dptext.privacy.budget import CorpusBudget, corpus_fingerprint, open_budget
+from dptext.privacy import Guarantee, PrivacyLedger, Release, compose
+from dptext.privacy.budget import (
+    CorpusBudget,
+    corpus_fingerprint,
+    open_budget,
+    recharge_run,
+    settle_run,
+)
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,39 @@ def charge(corpus, options: BudgetOptions, planned: list[Release], *, command: s
     return budget, run_id
 
 
-def reopen(corpus, dataset_id: str | None) -> CorpusBudget:
+def reopen(corpus, dataset_id: str | None, total: float | None = None) -> CorpusBudget:
     """The ledger a run was charged to (``dataset_id``: the key it recorded; None: the
     corpus's content fingerprint), e.g. to settle a resumed run."""
-    return CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels),
+    return CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels), total=total,
                              dataset_id=dataset_id)
+
+
+def settle_failed(budget: CorpusBudget, run_id: str, made: list[Release] | None,
+                  say: Callable[[str], None]) -> bool:
+    """After a run failed with an error: its ledger entry keeps only the releases ``made``
+    before the failure (``None``: the generator cannot tell which it made, so the whole
+    plan stays charged). Says on the terminal what was charged; returns whether the entry
+    was settled."""
+    if made is None:
+        say("the run failed after it was charged; what it released cannot be told apart, "
+            "so its whole plan stays charged")
+        return False
+    settle_run(budget, run_id, made)
+    if made:
+        say(f"charged {compose(list(made))} for the {len(made)} release(s) made before the "
+            "failure")
+    else:
+        say("nothing was released; nothing charged")
+    return True
+
+
+def recharge(corpus, options: BudgetOptions, recorded: dict, planned: list[Release],
+             say: Callable[[str], None]) -> CorpusBudget:
+    """Before a run settled after a failure resumes: its whole plan is charged again
+    (``recorded``: the run folder's budget entry). Refused when it no longer fits."""
+    budget = reopen(corpus, recorded["dataset_id"], total=options.total)
+    after = recharge_run(budget, recorded["run_id"], planned,
+                         allow_overrun=options.allow_overrun)
+    say(f"the run had failed and was settled to its releases; its whole plan is charged "
+        f"again to resume it: privacy spent on this {budget.noun}, all runs: {after}")
+    return budget

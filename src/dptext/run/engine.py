@@ -171,10 +171,10 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
     generator.check(corpus)
     command = f"generate --method {generator.name}"
     charged = None  # the corpus's ledger, when this process charged the plan
+    info = CorpusInfo(labelled=corpus.labels is not None)
     if saved is None:
-        planned = generator.plan(CorpusInfo(labelled=corpus.labels is not None))
         charged, run_id = run_budget.charge(
-            corpus, budget, planned, command=command,
+            corpus, budget, generator.plan(info), command=command,
             parameters={"method": generator.name, **config["release"]}, input=source.name,
             say=say)
         llm_seed = (None if not generator.uses_llm else config["seed"]
@@ -182,17 +182,43 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
         saved = folder.start(config, llm_seed=llm_seed,
                              budget={"run_id": run_id, "dataset_id": charged.dataset_id,
                                      "entry": charged.report_entry()})
+    elif saved["budget"].get("settled"):  # it failed before: charge its plan again
+        charged = run_budget.recharge(corpus, budget, saved["budget"], generator.plan(info),
+                                      say)
+        saved = folder.set_budget(saved, settled=False)
     ctx.llm_seed = saved["llm_seed"] or 0
-    state = generator.fit(corpus, ctx)
+    if charged is None:  # a resumed run: the ledger it was charged to
+        charged = run_budget.reopen(corpus, saved["budget"]["dataset_id"])
+    try:
+        state = generator.fit(corpus, ctx)
+    except Exception:
+        if generator.private:
+            _settle_failed(generator, ctx, folder, saved, charged, say)
+        raise
     folder.save_ledger(ctx.ledger)
     folder.save_state(state)
     if generator.private:  # the releases made replace the charged plan (never more)
-        settle_run(charged if charged is not None
-                   else run_budget.reopen(corpus, saved["budget"]["dataset_id"]),
-                   saved["budget"]["run_id"], ctx.ledger.releases)
+        settle_run(charged, saved["budget"]["run_id"], ctx.ledger.releases)
     del corpus  # nothing below touches private data
     folder.mark_fitted(saved)
     return saved
+
+
+def _settle_failed(generator, ctx: RunContext, folder: RunFolder, saved: dict,
+                   charged, say) -> None:
+    """A fit that failed: the corpus's ledger keeps only the releases it made (resuming it
+    charges its plan again); a run folder that holds no release is removed, so the same
+    command starts afresh."""
+    made = generator.released(ctx)
+    try:
+        settled = run_budget.settle_failed(charged, saved["budget"]["run_id"], made, say)
+    except (OSError, ValueError) as e:  # the failure, not this, is what the user must see
+        say(f"the run's whole plan stays charged: its ledger could not be settled ({e})")
+        return
+    if settled and made:
+        folder.set_budget(saved, settled=True)
+    elif settled:
+        folder.discard()
 
 
 def _write_outputs(generator, out: Path, docs: Documents, ctx: RunContext, saved: dict,

@@ -16,6 +16,7 @@ options and LLM completions of prompts built from released values.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,17 @@ class RunFolder:
 
     def mark_fitted(self, record: dict[str, Any]) -> None:
         write_json_atomic(self.run_json, {**record, "status": FITTED})
+
+    def set_budget(self, record: dict[str, Any], **entry: Any) -> dict[str, Any]:
+        """Update the run's budget entry (``settled``: it failed and the corpus's ledger
+        holds only the releases it made; resuming charges its plan again)."""
+        record = {**record, "budget": {**record["budget"], **entry}}
+        write_json_atomic(self.run_json, record)
+        return record
+
+    def discard(self) -> None:
+        """Remove the folder of a run that failed before its first release."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def ledger(self, epsilon_cap: float | None = None) -> PrivacyLedger:
         path = self.dir / "ledger.json"

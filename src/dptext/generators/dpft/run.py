@@ -23,7 +23,7 @@ import numpy as np
 from dptext.corpus import Corpus
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
 from dptext.generators.dpft.generator import NOT_PRIVATE, PLAN_NAME, DPFineTuneGenerator
-from dptext.generators.dpft.model import describe_dtype
+from dptext.generators.dpft.model import base_dtype, check_model, describe_dtype
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 from dptext.privacy import Release
@@ -65,6 +65,9 @@ class DPFTGenerator(BaseGenerator):
             raise ValueError("ε must be positive, or inf for a NOT PRIVATE run")
         if self.pplm and not self.config.multitask:
             raise ValueError("PPLM steering needs the classifier head (multitask)")
+        base_dtype(self.config.dtype)
+        if self.base is None:
+            check_model(self.model)
 
     def plan(self, info: CorpusInfo) -> list[Release]:
         return [planned_run(PLAN_NAME, self.epsilon, self.delta)]
@@ -86,7 +89,10 @@ class DPFTGenerator(BaseGenerator):
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
                                       seed=ctx.seed, progress=ctx.progress)
-            gen.fit_uncharged(corpus, base=self.base).save(model_dir)  # the engine charged it
+            try:  # the engine charged the run: the fit does not charge it again
+                gen.fit_uncharged(corpus, base=self.base).save(model_dir)
+            finally:  # a failed fit is charged what it released (DP-SGD once training began)
+                ctx.ledger.releases[:] = getattr(gen, "ledger_", ctx.ledger).releases
         gen = DPFineTuneGenerator.load(model_dir, base=self.base)
         ctx.ledger.releases[:] = gen.ledger_.releases
         return {"model": "model", "estimated_documents": round(gen.code_distribution_.total())}

@@ -37,6 +37,7 @@ from dptext.generators.base import (
     Documents,
     RunContext,
     check_declared_labels,
+    check_resources,
     checks_summary,
 )
 from dptext.generators.pate.candidates import (
@@ -190,6 +191,8 @@ class PateGenerator(BaseGenerator):
 
     def validate(self) -> None:
         self.config.validate()
+        check_resources(vocab=self.config.vocab if self.config.labels is None else None,
+                        embedder=self.config.embedder)
 
     def check(self, corpus: Corpus) -> None:
         _classes(corpus, self.config.labels)
