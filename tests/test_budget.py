@@ -73,8 +73,8 @@ def test_runs_add_up_and_refusal_then_override(_dptext_home):
     again = CorpusBudget.open(fp)
     assert [r["overrun"] for r in again.runs] == [False, False, True]
     assert again.spent().epsilon == pytest.approx(3.5)
-    raw = (_dptext_home / "ledgers" / f"{fp}.json").read_text()
-    assert "Zebulon" not in raw and fp in raw
+    raw = (_dptext_home / "ledgers" / f"{again.keyed_fingerprint}.json").read_text()
+    assert "Zebulon" not in raw and again.keyed_fingerprint in raw and fp not in raw
 
 
 def test_same_run_committed_once(_dptext_home):
@@ -219,7 +219,7 @@ def test_generate_is_refused_before_the_fit_when_the_budget_is_spent(tmp_path):
                                    "-o", str(out), "--llm", "recording:", "--no-progress"])
     assert res.exit_code == 2 and "privacy budget exceeded" in said(res.output)
     assert not out.exists() and not (tmp_path / "o.jsonl.run").exists()
-    assert len(CorpusBudget.open(b.fingerprint).runs) == 1
+    assert len(CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels)).runs) == 1
 
 
 # ------------------------------------------------------------------ dataset ids
@@ -246,13 +246,14 @@ def test_dataset_id_keeps_one_ledger_across_versions_of_the_corpus(_dptext_home)
     again.commit(_ledger(0.5), command="t")
     data = json.loads(again.path.read_text())
     assert data["key"] == "dataset id" and data["dataset_id"] == "ward-notes"
-    assert data["fingerprint"] is None and data["spent"]["epsilon"] == pytest.approx(2.5)
-    assert [r["fingerprint"] for r in data["runs"]] == [b.fingerprint, again.fingerprint]
+    assert data["keyed_fingerprint"] is None and data["spent"]["epsilon"] == pytest.approx(2.5)
+    assert [r["keyed_fingerprint"] for r in data["runs"]] == [b.keyed_fingerprint,
+                                                              again.keyed_fingerprint]
     assert "Zebulon" not in again.path.read_text()
-    # the report names the key, never the fingerprint (a hash of the private corpus)
+    # the report names the key, never a fingerprint (a hash of the private corpus)
     entry = again.report_entry()
     assert entry["key"] == "dataset id" and entry["dataset_id"] == "ward-notes"
-    assert again.fingerprint not in json.dumps(entry)
+    assert again.keyed_fingerprint not in json.dumps(entry)
     assert "fingerprint" not in json.dumps(by_content.report_entry()).replace(
         "content fingerprint", "")
     for bad in ("", "../x", "a b", "x" * 101, "-x"):
@@ -298,3 +299,97 @@ def test_generate_with_a_dataset_id_is_refused_on_a_new_version(tmp_path, _dptex
     res = CliRunner().invoke(app, ["budget", "-i", str(path), "--label-column", "label",
                                    "--dataset-id", "news"])
     assert res.exit_code == 0 and "ε = 1" in res.output and "dataset id 'news'" in res.output
+
+
+# ------------------------------------------------------------------ the salted key
+def _v1_ledger(home: Path, name: str, fingerprint: str | None, runs: list[dict],
+               dataset_id: str | None = None) -> Path:
+    """A ledger as dptext wrote it before the salt: named by, and recording, unsalted
+    fingerprints (format 1)."""
+    path = home / "ledgers" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "format": 1, "key": "dataset id" if dataset_id else "content fingerprint",
+        "fingerprint": fingerprint, "dataset_id": dataset_id, "budget_total": 5.0,
+        "spent": {}, "runs": runs}))
+    return path
+
+
+def _v1_run(run_id: str, fingerprint: str, eps: float) -> dict:
+    from dataclasses import asdict
+
+    ledger = _ledger(eps)
+    return {"run_id": run_id, "command": "keyphrases", "created": "2026-01-01T00:00:00+00:00",
+            "fingerprint": fingerprint, "releases": [asdict(r) for r in ledger.releases],
+            "guarantee": asdict(ledger.guarantee()), "parameters": {}, "overrun": False}
+
+
+def test_the_ledger_key_is_salted_per_installation(_dptext_home, tmp_path):
+    corpus = _corpus(6)
+    fp = corpus_fingerprint(corpus.texts, corpus.labels)
+    b = open_budget(corpus)
+    salt = _dptext_home / "ledgers" / "salt"
+    assert salt.is_file() and salt.stat().st_mode & 0o777 == 0o600
+    assert b.keyed_fingerprint != fp and b.path.name == f"{b.keyed_fingerprint}.json"
+    b.commit(_ledger(1.0), command="t")
+    stored = b.path.read_text()
+    assert fp not in stored and fp[:8] not in stored  # the unsalted hash is stored nowhere
+    assert open_budget(corpus).keyed_fingerprint == b.keyed_fingerprint  # stable
+    other = open_budget(corpus, home=tmp_path / "elsewhere")  # another installation
+    assert other.keyed_fingerprint != b.keyed_fingerprint
+    # a lost salt is not silently replaced while ledgers keyed by it exist
+    salt.unlink()
+    with pytest.raises(ValueError, match=r"salt .* is missing, but ledgers keyed by it exist"):
+        open_budget(corpus)
+
+
+def test_no_message_names_the_unsalted_fingerprint(small_csv, tmp_path, _dptext_home):
+    from dptext.corpus import read_corpus
+
+    corpus = read_corpus(small_csv, label_column="label")
+    fp = corpus_fingerprint(corpus.texts, corpus.labels)
+    b = open_budget(corpus, total=1.0)
+    b.commit(_ledger(0.9), command="t")
+    with pytest.raises(BudgetExceededError) as err:
+        b.check(0.5)
+    assert fp[:8] not in str(err.value) and b.keyed_fingerprint[:12] in str(err.value)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["budget", "-i", str(small_csv), "--label-column", "label"])
+    assert shown.exit_code == 0 and fp[:8] not in shown.output
+    assert b.keyed_fingerprint[:12] in shown.output
+    res = runner.invoke(app, ["keyphrases", "-i", str(small_csv), "-o",
+                              str(tmp_path / "k.jsonl"), *FAST])
+    assert res.exit_code == 2 and "budget exceeded" in said(res.output)
+    assert fp[:8] not in res.output
+
+
+def test_a_ledger_keyed_by_the_unsalted_fingerprint_is_migrated(_dptext_home):
+    corpus = _corpus(6)
+    fp = corpus_fingerprint(corpus.texts, corpus.labels)
+    old = _v1_ledger(_dptext_home, fp, fp, [_v1_run("r1", fp, 1.0), _v1_run("r2", fp, 2.0)])
+    b = open_budget(corpus)
+    assert [r["run_id"] for r in b.runs] == ["r1", "r2"]  # the spend is not lost
+    assert b.spent().epsilon == pytest.approx(3.0) and b.total == 5.0
+    assert not old.exists() and b.path.is_file()
+    data = json.loads(b.path.read_text())
+    assert data["format"] == 2 and fp not in b.path.read_text()
+    assert {r["keyed_fingerprint"] for r in data["runs"]} == {b.keyed_fingerprint}
+    with pytest.raises(BudgetExceededError):
+        b.check(2.5)
+    b.commit(_ledger(0.5), command="t")
+    assert len(open_budget(corpus).runs) == 3
+
+
+def test_a_dataset_ledger_of_the_old_format_is_migrated(_dptext_home):
+    v1, v2 = _corpus(6), _corpus(7)
+    fps = [corpus_fingerprint(c.texts, c.labels) for c in (v1, v2)]
+    path = _v1_ledger(_dptext_home, "dataset-ward", None,
+                      [_v1_run("r1", fps[0], 1.0), _v1_run("r2", fps[1], 1.0)],
+                      dataset_id="ward")
+    b = open_budget(v1, dataset_id="ward")
+    assert b.path == path and [r["run_id"] for r in b.runs] == ["r1", "r2"]
+    assert b.spent().epsilon == pytest.approx(2.0)
+    text = path.read_text()
+    assert all(fp not in text for fp in fps)
+    assert [r["keyed_fingerprint"] for r in json.loads(text)["runs"]] == [
+        b.keyed_fingerprint, open_budget(v2, dataset_id="ward").keyed_fingerprint]

@@ -94,7 +94,7 @@ def test_a_run_that_dies_after_its_first_release_is_charged_that_release(tmp_pat
         dptext.synthesize(corpus, "pate", out=tmp_path / "b.jsonl", epsilon=4.2,
                           llm=backend, **options)
     assert backend.prompts == [] and not (tmp_path / "b.jsonl.run").exists()
-    assert len(CorpusBudget.open(budget.fingerprint).runs) == 1
+    assert len(CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels)).runs) == 1
 
 
 def test_cli_pate_refuses_a_run_past_the_total_before_any_release(tmp_path, monkeypatch):

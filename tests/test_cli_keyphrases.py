@@ -118,7 +118,7 @@ def test_defaults_run_on_a_two_document_class_without_refusal_or_exact_count(
     assert result.exit_code == 0, result.output
     text = said(result.output)
     # no class size: neither the small class's 2 nor a large class's 60; nor the corpus
-    # size, which only the curator's terminal shows (this output is not a terminal)
+    # size, which no run prints, terminal or not (`dptext inspect` shows it)
     assert not re.search(r"(?<![\d.])(2|60) documents", text), text
     n = len(pd.read_csv(csv_with_a_two_document_class))
     assert f"{n} documents" not in text and str(n) not in text.split("read ")[1][:80], text
@@ -134,9 +134,11 @@ def test_defaults_run_on_a_two_document_class_without_refusal_or_exact_count(
     assert gone.exit_code == 2 and "No such option" in gone.output  # it meant nothing now
 
 
-def test_private_label_values_reach_the_terminal_only(small_csv, tmp_path, monkeypatch):
-    """Finding 9: an undeclared label in the data is named on the curator's terminal, but
-    neither in a redirected stream (a log) nor in any file of the run."""
+def test_private_label_values_reach_no_stream_only_dptext_inspect(small_csv, tmp_path, monkeypatch):
+    """Finding 9, issue #56: an undeclared label in the data is named by no run, neither
+    in a redirected stream nor on a terminal (FORCE_COLOR, TTY_COMPATIBLE or a
+    pseudo-terminal make a logged stream one), nor in any file of the run; ``dptext
+    inspect`` names it to the curator who asks."""
     from dptext.cli.options import console
 
     data = tmp_path / "in" / "notes.csv"
@@ -158,4 +160,7 @@ def test_private_label_values_reach_the_terminal_only(small_csv, tmp_path, monke
     assert not any("Zebulon" in p.read_text(errors="replace") for p in written)
     monkeypatch.setattr(console, "_force_terminal", True)
     res = CliRunner().invoke(app, ["keyphrases", *args, "--out", str(runs / "k.jsonl")])
-    assert res.exit_code == 2 and "Zebulon-ward" in res.output  # the curator's terminal
+    assert res.exit_code == 2 and "Zebulon" not in res.output  # a terminal may be logged
+    assert "dptext inspect" in " ".join(res.output.split())
+    res = CliRunner().invoke(app, ["inspect", *args])
+    assert res.exit_code == 0 and "Zebulon-ward" in res.output  # asked for

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from dptext.corpus import Corpus, InputError, read_corpus, write_jsonl
+from dptext.corpus import Corpus, InputError, PrivateValuesError, read_corpus, write_jsonl
 from dptext.datasets import load_demo
 
 
@@ -57,11 +57,14 @@ def test_empty_documents_named_by_line_and_skippable(tmp_path):
     p = tmp_path / "n.csv"
     pd.DataFrame({"text": ["ok", "  ", "", "fine"], "label": ["a", "a", "b", ""]}).to_csv(
         p, index=False)
-    with pytest.raises(InputError) as e:
+    with pytest.raises(PrivateValuesError) as e:
         read_corpus(p, label_column="label")
-    msg = str(e.value)
-    assert "line 3" in msg and "line 4" in msg and "'text'" in msg  # header is line 1
-    assert "line 5" in msg and "'label'" in msg and "--skip-invalid" in msg
+    msg = str(e.value)  # which rows is private: in the detail `dptext inspect` shows
+    assert "'text'" in msg and "'label'" in msg and "--skip-invalid" in msg
+    assert "line" not in msg and "dptext inspect" in msg
+    detail = e.value.detail
+    assert "line 3" in detail and "line 4" in detail and "'text'" in detail  # header: line 1
+    assert "line 5" in detail and "'label'" in detail
     c = read_corpus(p, label_column="label", skip_invalid=True)
     assert c.texts == ("ok",)
 

@@ -301,3 +301,29 @@ def test_generate_method_dpft_passes_the_budget_on(tiny, tmp_path, monkeypatch):
     assert budget.total == 4.2 and 3.9 < budget.spent().epsilon <= 4.0
     r = generate(tmp_path / "b.jsonl", "2")
     assert r.exit_code != 0 and "budget exceeded" in r.output
+
+
+def test_the_python_api_charges_the_corpus_like_the_engine(tiny, tmp_path):
+    """Issue #56: ``DPFineTuneGenerator(...).fit`` (docs/dpft.md) makes releases; they go
+    to the corpus's persistent ledger, and a fit past its total is refused before any."""
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig
+    from dptext.privacy import BudgetExceededError
+    from dptext.privacy.budget import open_budget
+
+    corpus = _corpus(16)
+    cfg = DPFTConfig(epochs=0.25, batch_size=4, max_length=16)
+    gen = DPFineTuneGenerator(4.0, config=cfg, progress=False, code_values=LABELS)
+    gen.fit(corpus, base=tiny())
+    budget = open_budget(corpus)
+    assert [r["command"] for r in budget.runs] == ["python api: DPFineTuneGenerator.fit"]
+    # charged up front, then settled to the releases made
+    assert [r["mechanism"] for r in budget.runs[0]["releases"]] == ["gaussian", "dp-sgd"]
+    assert budget.spent().epsilon == pytest.approx(gen.guarantee().epsilon)
+    again = DPFineTuneGenerator(2.0, config=cfg, progress=False, code_values=LABELS)
+    with pytest.raises(BudgetExceededError):
+        again.fit(corpus, base=tiny(), budget=open_budget(corpus, total=5.0))
+    assert not hasattr(again, "ledger_")  # refused before the first release
+    assert len(open_budget(corpus).runs) == 1
+    again.fit(corpus, base=tiny(), budget=open_budget(corpus, total=5.0),
+              allow_budget_overrun=True)
+    assert len(open_budget(corpus).runs) == 2

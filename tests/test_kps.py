@@ -267,7 +267,7 @@ def test_undeclared_tiny_class_is_left_out_by_the_dp_label_set():
     assert r.threshold_delta > 0 and r.dimension == 1  # the released labels, not the data's
 
 
-def test_undeclared_label_is_an_input_error_naming_it_on_the_terminal_only():
+def test_undeclared_label_is_an_input_error_naming_it_in_the_detail_only():
     from dptext.privacy.labels import PrivateValuesError
 
     c = Corpus(texts=("a goal", "a bank"), labels=("sport", "Zebulon ward"))
@@ -275,7 +275,7 @@ def test_undeclared_label_is_an_input_error_naming_it_on_the_terminal_only():
         _tiny_seeder(labels=("sport",)).fit(c)
     assert isinstance(err.value, PrivateValuesError)
     assert "Zebulon" not in str(err.value)  # what could reach a file or a log
-    assert "Zebulon ward" in err.value.detail  # for the curator's terminal
+    assert "Zebulon ward" in err.value.detail  # for `dptext inspect`, never a run's output
 
 
 @pytest.mark.parametrize("vocab_noise", ["gaussian", "laplace"])

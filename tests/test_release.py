@@ -1,5 +1,6 @@
 """The release folder a recipient loads: documents (Parquet = JSONL), privacy.json, and a
-dataset card that states the guarantee; ``dptext evaluate`` adds its numbers to it."""
+dataset card that states the guarantee; ``dptext evaluate --publish-evaluation`` adds its
+numbers to it, marked as outside the guarantee (without it, nothing)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import yaml
 from typer.testing import CliRunner
 
 import dptext.evaluate._shared as shared
+from cli_output import said
 from dptext.cli import app
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
 from dptext.privacy.budget import planned_run
 from dptext.reporting import build_report
 from dptext.run.release import (
+    ON_PRIVATE,
     add_evaluation,
     release_dir_for,
     size_category,
@@ -156,29 +159,66 @@ def test_size_categories(n, bucket):
     assert size_category(n) == bucket
 
 
-def test_evaluate_adds_its_numbers_to_the_release(tmp_path, monkeypatch):
-    """``dptext evaluate`` on ``<release>/documents.jsonl`` writes evaluation.json there
-    (tf-idf only, a hashing encoder: no model is loaded)."""
+def _evaluate_on_release(tmp_path, monkeypatch, *extra: str):
+    """``dptext evaluate`` on ``<release>/documents.jsonl`` (tf-idf only, a hashing encoder:
+    no model is loaded); returns the release folder, the card before, and the result."""
     monkeypatch.setattr(shared, "get_encoder", lambda name="minilm": HashEncoder())
     syn, test, private = toy_corpus(10, 0), toy_corpus(6, 1), toy_corpus(10, 2)
     recs = [{"text": t, "label": lab} for t, lab in zip(syn.texts, syn.labels, strict=True)]
     folder = write_release(tmp_path / "synthetic.jsonl", recs, _report(), method="kps")
+    card = (folder / "README.md").read_text()
     for name, data in (("test.csv", test), ("private.csv", private)):
         pd.DataFrame({"text": data.texts, "label": data.labels}).to_csv(tmp_path / name)
     (tmp_path / "canaries.txt").write_text("zebra quantum marmalade\n")
     res = CliRunner().invoke(app, [
         "evaluate", "--synthetic", str(folder / "documents.jsonl"),
         "--real-test", str(tmp_path / "test.csv"), "--private", str(tmp_path / "private.csv"),
-        "--out", str(tmp_path / "eval"), "--classifiers", "tfidf", "--no-ner",
-        "--no-fidelity", "--no-coherence", "--canaries", str(tmp_path / "canaries.txt")])
+        "--classifiers", "tfidf", "--no-ner",
+        "--no-fidelity", "--no-coherence", "--canaries", str(tmp_path / "canaries.txt"),
+        *extra])
+    return folder, card, res
+
+
+def test_evaluate_leaves_the_release_folder_alone(tmp_path, monkeypatch):
+    """Issue #56: the evaluation reads the private corpus (a ceiling trained on it, copied
+    n-grams, canaries): a membership test for whoever holds the release. It stays in
+    --out, and its figures are not printed."""
+    folder, card, res = _evaluate_on_release(tmp_path, monkeypatch, "--out",
+                                             str(tmp_path / "eval"))
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "documents.jsonl", "documents.parquet", "privacy.json"]
+    assert (folder / "README.md").read_text() == card
+    assert (tmp_path / "eval" / "metrics.json").is_file()
+    assert "--publish-evaluation" in said(res.output)
+    assert "accuracy" not in res.output and "canar" not in res.output  # no figure printed
+
+
+def test_evaluate_out_inside_the_release_folder_is_refused(tmp_path, monkeypatch):
+    folder, card, res = _evaluate_on_release(tmp_path, monkeypatch, "--out",
+                                             str(tmp_path / "synthetic.release" / "eval"))
+    assert res.exit_code == 2 and "inside the release folder" in said(res.output)
+    assert not (folder / "eval").exists() and (folder / "README.md").read_text() == card
+
+
+def test_publish_evaluation_adds_its_numbers_marked_outside_the_guarantee(tmp_path,
+                                                                          monkeypatch):
+    folder, _, res = _evaluate_on_release(tmp_path, monkeypatch, "--out",
+                                          str(tmp_path / "eval"), "--publish-evaluation")
     assert res.exit_code == 0, res.output
     summary = json.loads((folder / "evaluation.json").read_text())
     util = summary["Utility: TF-IDF + logistic regression"]
     assert 0 <= util["accuracy, trained on synthetic"] <= 1
-    assert "accuracy, trained on the private corpus (ceiling)" in util
-    assert "macro-F1, trained on synthetic" in util and "ratio to the ceiling" in util
-    assert summary["Leakage"]["planted canaries found"] == "0 of 1"
-    assert "7-word sequences copied from the private corpus" in summary["Leakage"]
+    assert "macro-F1, trained on synthetic" in util
+    assert not any("private" in k or "ceiling" in k for k in util)
+    on_private = summary[ON_PRIVATE]  # every figure that read the private corpus, marked
+    assert "TF-IDF + logistic regression: accuracy, trained on the private corpus " \
+           "(ceiling)" in on_private
+    assert "TF-IDF + logistic regression: ratio to the ceiling" in on_private
+    assert on_private["Leakage: planted canaries found"] == "0 of 1"
+    assert "Leakage: 7-word sequences copied from the private corpus" in on_private
     assert summary["real test documents"] == 18
-    card = (folder / "README.md").read_text()
-    assert "## Evaluation" in card and "planted canaries found: 0 of 1" in card
+    card = " ".join((folder / "README.md").read_text().split())
+    assert "## Evaluation" in card and "Not covered by the privacy guarantee" in card
+    assert f"**{ON_PRIVATE}**" in card
+    assert "Leakage: planted canaries found: 0 of 1" in card

@@ -105,7 +105,7 @@ def test_every_method_charges_first_resumes_free_and_leaves_a_release(
                               resume=True, **_options(method, embedder, tiny))
     assert rec.prompts == []
     assert again.report["releases"] == first.report["releases"]
-    after = CorpusBudget.open(budget.fingerprint)
+    after = CorpusBudget.open(corpus_fingerprint(corpus.texts, corpus.labels))
     assert len(after.runs) == 1 and after.spent().epsilon == pytest.approx(spent)
     assert [d["text"] for d in again.documents] == [d["text"] for d in first.documents] \
         or method == "dpft"  # dpft samples afresh (secret randomness): same count

@@ -19,8 +19,27 @@ FORMATS = ("csv", "jsonl", "parquet", "folder")
 MAX_LISTED = 5  # problems listed in one error message before "and N more"
 
 
+#: the command that shows the curator the private facts an error message leaves out
+INSPECT = "dptext inspect"
+
+
 class InputError(ValueError):
     """Bad user input; the message says where (file, row, field) and what to do."""
+
+
+class PrivateValuesError(InputError):
+    """Bad input whose full explanation names private facts (labels, code values, which
+    rows are empty, how many).
+
+    ``str(error)`` is the generic message: it never names a private value nor counts
+    them, so it is safe wherever an error message may end up (a terminal that is logged,
+    a file). ``detail`` names them; the CLI never prints it as part of a run: the curator
+    sees it by asking, with ``dptext inspect`` (``cli/inspect_corpus.py``).
+    """
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -104,15 +123,19 @@ def _finish(
             parts.append(_problem_list(f"empty or missing field {text_field!r} at", bad_text))
         if bad_label:
             parts.append(_problem_list(f"empty or missing field {label_field!r} at", bad_label))
-        raise InputError(
-            f"{path}: " + "; ".join(parts)
-            + ". Fix these rows, or pass --skip-invalid to drop them (each dropped document "
-            "affects only itself, so the privacy guarantee is unchanged)."
-        )
+        fields = " or ".join(repr(f) for f, b in ((text_field, bad_text),
+                                                  (label_field, bad_label)) if b)
+        raise PrivateValuesError(
+            f"{path}: some rows have an empty or missing field {fields}. Fix them, or pass "
+            "--skip-invalid to drop them (each dropped document affects only itself, so the "
+            f"privacy guarantee is unchanged). Which rows: `{INSPECT}` with the same input "
+            "options (it shows your private data to you; this message does not).",
+            f"{path}: " + "; ".join(parts))
     bad = set(bad_text) | set(bad_label)
     keep = [i for i, w in enumerate(where) if w not in bad]
     if not keep:
-        raise InputError(f"{path}: no usable documents (all {len(where)} rows are empty)")
+        raise PrivateValuesError(f"{path}: no usable documents (every row is empty)",
+                                 f"{path}: all {len(where)} rows are empty")
     out_cols = {k: tuple(str(v[i]) for i in keep) for k, v in (columns or {}).items()}
     return Corpus(
         texts=tuple(str(texts[i]) for i in keep),

@@ -10,6 +10,7 @@ from dptext.cli import (  # noqa: F401  (register the commands)
     dpft,
     evaluate,
     generate,
+    inspect_corpus,
     keyphrases,
     pate,
 )

@@ -28,8 +28,7 @@ def budget(
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
                              fmt=format, encoding=encoding, skip_invalid=skip_invalid)
         b = open_budget(corpus, dataset_id=dataset_id, input=input)
-    key = (f"dataset {b.dataset_id!r}" if b.dataset_id is not None
-           else f"content {b.fingerprint[:12]}…")
+    key = f"dataset {b.dataset_id!r}" if b.dataset_id is not None else f"ledger {b.name}"
     table = Table(title=f"Privacy ledger of {input} ({key})", title_justify="left")
     # fits 80 columns: numbers and times never wrap, a long command folds
     table.add_column("run", no_wrap=True)

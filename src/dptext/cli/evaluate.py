@@ -75,8 +75,18 @@ def evaluate(
     coref_max_docs: int = typer.Option(200, help="Coreference: synthetic (and private) "
                                                  "documents annotated, at most."),
     seed: int = typer.Option(0, help="Seed of the classifiers and samples."),
+    publish_evaluation: bool = typer.Option(
+        False, "--publish-evaluation",
+        help="Also add the headline figures to the synthetic file's release folder (its "
+             "evaluation.json and dataset card), marked as NOT covered by the privacy "
+             "guarantee: they read real data, the private corpus included. Without it the "
+             "evaluation stays in --out, with you."),
 ) -> None:
-    """Is the synthetic corpus useful, private and fair? Writes metrics.json + report.html."""
+    """Is the synthetic corpus useful, private and fair? Writes metrics.json + report.html.
+
+    The figures read real data, so they stay in --out and are not printed (a terminal
+    may be logged): read them in report.html.
+    """
     from dptext.evaluate.coref import CorefConfig, read_gold
     from dptext.evaluate.data import (
         guarantee,
@@ -85,10 +95,10 @@ def evaluate(
         read_synthetic,
     )
     from dptext.evaluate.leakage import read_canaries
-    from dptext.evaluate.report import write_report
     from dptext.evaluate.suite import EvalConfig
     from dptext.evaluate.suite import evaluate as run
     from dptext.evaluate.utility import CLASSIFIERS
+    from dptext.run.evaluation import save_evaluation
 
     try:
         groups = _split(group_columns)
@@ -125,17 +135,21 @@ def evaluate(
             metrics = run(syn, test, private=prv, unlabeled=unl,
                           privacy=guarantee(read_privacy_report(synthetic)), cfg=cfg,
                           progress=lambda msg: status.update(msg), coref_gold=gold)
+        saved = save_evaluation(metrics, out, synthetic, publish=publish_evaluation)
     except InputError as e:
         console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2) from None
-    mpath, hpath = write_report(metrics, out)
-    from dptext.run.release import record_evaluation
-
-    if (release := record_evaluation(synthetic, metrics)) is not None:
-        console.print(f"added the evaluation to the release card {release / 'README.md'}")
-    for row in metrics["summary"]:
-        console.print(f"[bold]{escape(str(row['metric']))}[/bold]: {escape(str(row['value']))}")
-    console.print(f"wrote {mpath} and {hpath}")
+    console.print(f"wrote {saved.metrics} and {saved.report} (figures computed on real data: "
+                  "for you, not for the recipient; not printed here)")
+    if saved.published:
+        console.print(f"published the headline figures in {saved.release / 'README.md'}, "
+                      "marked as not covered by the privacy guarantee")
+    elif publish_evaluation:
+        console.print("[yellow]note:[/yellow] nothing published: the synthetic file has no "
+                      "release folder")
+    elif saved.release is not None:
+        console.print(f"the release folder {saved.release} is unchanged (add "
+                      "--publish-evaluation to publish the headline figures in its card)")
 
 
 @app.command("filter")

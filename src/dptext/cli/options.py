@@ -227,18 +227,15 @@ def user_errors():
     """Turn bad input into a one-line message and exit code 2, and show warnings."""
     from dptext.corpus import InputError
     from dptext.privacy import BudgetExceededError
-    from dptext.privacy.labels import PrivateValuesError
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             yield
         except (InputError, ValueError, BudgetExceededError) as e:
+            # str(e) only: a PrivateValuesError's detail (private values) is never printed
+            # by a run, terminal or not (a terminal may be logged); `dptext inspect` shows it
             console.print(f"[bold red]error:[/bold red] {escape(str(e))}", soft_wrap=True)
-            if isinstance(e, PrivateValuesError) and console.is_terminal:
-                # private values (labels): the curator's terminal only, never a file or a
-                # redirected stream
-                console.print(f"  {escape(e.detail)}", soft_wrap=True)
             raise typer.Exit(2) from None
         finally:
             for w in caught:
@@ -248,10 +245,9 @@ def user_errors():
 
 
 def announce_corpus(corpus) -> None:
-    """Say which corpus was read. Its size is a private statistic: it is shown on the
-    curator's terminal only, never in a redirected stream (a log)."""
-    size = f": {len(corpus)} documents" if console.is_terminal else ""
-    console.print(f"read {corpus.source}{size}")
+    """Say which corpus was read, not its size: that is a private statistic, and a
+    terminal may be logged (``dptext inspect`` shows it to the curator who asks)."""
+    console.print(f"read {corpus.source}")
 
 
 def ensure_parent(path: Path) -> Path:

@@ -13,12 +13,22 @@ Which ledger a run spends (its *key*), in order:
 2. in ``$DPTEXT_HOME/config.toml``, the ``[datasets]`` table mapping an input (as
    given on the command line, or its absolute path) to a name, then a top-level
    ``dataset_id = "NAME"`` (every corpus of this state folder spends one budget);
-3. otherwise the SHA-256 content fingerprint of the corpus.
+3. otherwise the corpus's *keyed* content fingerprint: an HMAC-SHA-256, under this
+   installation's secret salt, of the SHA-256 content fingerprint.
 
 A dataset id names the data, not one version of it: the ledger persists when a
 document is added, a typo fixed or another label column chosen (each run records
 its version's fingerprint). A content fingerprint identifies exactly these
 documents: any change gives a fresh, empty ledger — so name the dataset.
+
+The salt (``ledgers/salt``, 32 random bytes, file mode 0600) is made on first use
+and never leaves the state folder. Without it, anyone who knows every document but
+one could test candidate values of the last one against a printed hash; with it, no
+hash of the private corpus can be checked outside this installation, and nothing
+dptext prints, reports or stores is the unsalted fingerprint. Back the salt up with
+the ledgers: a content-keyed ledger is found through it. A ledger written before the
+salt existed (named by the unsalted fingerprint) is migrated on open: its runs move
+to the keyed ledger, so no spend is lost.
 
 The total budget comes from, in order: the ``--budget-total`` of this run, the
 total recorded in the ledger by an earlier run, ``budget_total`` in
@@ -31,10 +41,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import hmac
 import json
 import math
 import os
 import re
+import secrets
 import tempfile
 import tomllib
 import uuid
@@ -47,7 +59,8 @@ from dptext.privacy.ledger import BudgetExceededError, Guarantee, PrivacyLedger,
 
 HOME_ENV = "DPTEXT_HOME"
 CONFIG_FILE = "config.toml"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: keyed by the unsalted fingerprint (migrated on open)
+SALT_FILE = "salt"  # in the ledgers folder
 DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 KEY_DATASET, KEY_CONTENT = "dataset id", "content fingerprint"
 
@@ -81,6 +94,57 @@ def corpus_fingerprint(texts: Iterable[str], labels: Iterable[str | None] | None
     for d in sorted(docs):
         top.update(d)
     return top.hexdigest()
+
+
+def _ledgers(home: Path | None) -> Path:
+    return (home or state_dir()) / "ledgers"
+
+
+def installation_salt(home: Path | None = None) -> bytes:
+    """This installation's secret salt (made on first use, mode 0600, beside the
+    ledgers). Refuses to make a new one while ledgers keyed by a lost one exist: their
+    spend would silently stop counting."""
+    folder = _ledgers(home)
+    path = folder / SALT_FILE
+    if not path.is_file():
+        if any(_keyed_content_ledgers(folder)):
+            raise ValueError(
+                f"the ledger salt {path} is missing, but ledgers keyed by it exist in "
+                f"{folder}: without it their spend is lost. Restore it from a backup.")
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".salt-")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    try:
+        salt = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"the ledger salt {path} is unreadable ({e}); restore it from a "
+                         "backup") from None
+    if len(salt) < 16:
+        raise ValueError(f"the ledger salt {path} is too short; restore it from a backup")
+    return salt
+
+
+def _keyed_content_ledgers(folder: Path) -> Iterator[Path]:
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format", 1) >= 2 and data.get("dataset_id") is None:
+                yield path
+
+
+def keyed_fingerprint(fingerprint: str, home: Path | None = None) -> str:
+    """The HMAC-SHA-256 of a content fingerprint under the installation's salt: what keys
+    and names a content ledger, and the only corpus hash dptext shows or stores."""
+    return hmac.new(installation_salt(home), fingerprint.encode("ascii"),
+                    hashlib.sha256).hexdigest()
 
 
 def _config(home: Path | None = None) -> tuple[Path, dict]:
@@ -138,7 +202,7 @@ class CorpusBudget:
     """The ledger file of one corpus (by content) or dataset (by id). Use ``open`` (or
     ``open_budget``); ``check`` before, ``commit`` after a fit."""
 
-    fingerprint: str  # of the corpus this run reads
+    keyed_fingerprint: str  # of the corpus this run reads (``keyed_fingerprint``)
     path: Path
     total: float | None = None
     runs: list[dict] = field(default_factory=list)
@@ -151,13 +215,18 @@ class CorpusBudget:
     def open(cls, fingerprint: str, *, total: float | None = None,
              home: Path | None = None, dataset_id: str | None = None,
              key_source: str = "--dataset-id") -> CorpusBudget:
+        """The ledger of the corpus whose (unsalted) content ``fingerprint`` is given, or
+        of ``dataset_id``; a ledger of an older dptext is migrated first."""
         home = home or state_dir()
+        keyed = keyed_fingerprint(fingerprint, home)
         if dataset_id is not None:
             check_dataset_id(dataset_id)
-            path = home / "ledgers" / f"dataset-{dataset_id}.json"
-            budget = cls(fingerprint, path, dataset_id=dataset_id, key_source=key_source)
+            path = _ledgers(home) / f"dataset-{dataset_id}.json"
+            budget = cls(keyed, path, dataset_id=dataset_id, key_source=key_source)
+            budget._migrate(path, home)
         else:
-            budget = cls(fingerprint, home / "ledgers" / f"{fingerprint}.json")
+            budget = cls(keyed, _ledgers(home) / f"{keyed}.json")
+            budget._migrate(_ledgers(home) / f"{fingerprint}.json", home)
         budget._load()
         if total is not None:
             budget.total, budget.total_source = check_total(total), "--budget-total"
@@ -166,25 +235,59 @@ class CorpusBudget:
             budget.total_source = f"{CONFIG_FILE}" if budget.total is not None else "none"
         return budget
 
+    @staticmethod
+    def _read(path: Path) -> dict:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            for run in data["runs"]:
+                [Release(**r) for r in run["releases"]]
+            return data
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(
+                f"privacy ledger {path} is unreadable ({e}); it records the privacy "
+                "already spent on this corpus, so dptext will not guess. Restore it from a "
+                "backup, or delete it only if you know no run used this corpus.") from None
+
+    def _migrate(self, old: Path, home: Path) -> None:
+        """Bring a ledger of format 1 (``old``: named by, and recording, unsalted
+        fingerprints) into this one, keyed: every run it holds is kept (merged by run id
+        with any already here), then the old file goes."""
+        if not old.is_file() or self._read(old).get("format", 1) >= FORMAT_VERSION:
+            return
+        with self._locked():
+            data = self._read(old)
+            if data.get("format", 1) >= FORMAT_VERSION:
+                return  # another process migrated it meanwhile
+            if data.get("dataset_id") != self.dataset_id or (
+                    self.dataset_id is None and keyed_fingerprint(
+                        str(data.get("fingerprint")), home) != self.keyed_fingerprint):
+                raise ValueError(f"privacy ledger {old} belongs to another corpus")
+            for run in data["runs"]:
+                fp = run.pop("fingerprint", None)
+                run["keyed_fingerprint"] = None if fp is None else keyed_fingerprint(fp, home)
+            if self.path != old and self.path.is_file():
+                self._load()
+            known = {r["run_id"] for r in self.runs}
+            self.runs += [r for r in data["runs"] if r["run_id"] not in known]
+            if self.total is None and data.get("budget_total") is not None:
+                self.total, self.total_source = float(data["budget_total"]), \
+                    "recorded for corpus"
+            self._write()
+            if self.path != old:
+                old.unlink()
+                old.with_suffix(".lock").unlink(missing_ok=True)
+            self.runs, self.total, self.total_source = [], None, "none"
+
     def _load(self) -> None:
         if not self.path.is_file():
             return
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            runs = list(data["runs"])
-            for run in runs:
-                [Release(**r) for r in run["releases"]]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ValueError(
-                f"privacy ledger {self.path} is unreadable ({e}); it records the privacy "
-                "already spent on this corpus, so dptext will not guess. Restore it from a "
-                "backup, or delete it only if you know no run used this corpus.") from None
+        data = self._read(self.path)
         if self.dataset_id is not None:
             if data.get("dataset_id") != self.dataset_id:
                 raise ValueError(f"privacy ledger {self.path} belongs to another dataset")
-        elif data.get("fingerprint") != self.fingerprint:
+        elif data.get("keyed_fingerprint") != self.keyed_fingerprint:
             raise ValueError(f"privacy ledger {self.path} belongs to another corpus")
-        self.runs = runs
+        self.runs = list(data["runs"])
         if data.get("budget_total") is not None:
             self.total, self.total_source = float(data["budget_total"]), "recorded for corpus"
 
@@ -213,12 +316,19 @@ class CorpusBudget:
     def noun(self) -> str:
         return "dataset" if self.dataset_id is not None else "corpus"
 
+    @property
+    def name(self) -> str:
+        """The ledger's name for a message: the dataset id, or the start of the keyed
+        fingerprint (salted: it cannot be checked against candidate corpora)."""
+        return self.dataset_id if self.dataset_id is not None else \
+            f"{self.keyed_fingerprint[:12]}…"
+
     def describe(self) -> str:
-        """Which ledger this is, plainly (for the terminal: names the fingerprint)."""
+        """Which ledger this is, plainly (for the terminal: never the unsalted hash)."""
         if self.dataset_id is not None:
             return (f"dataset id {self.dataset_id!r} (from {self.key_source}): one ledger for "
                     "every version of this dataset")
-        return (f"content fingerprint {self.fingerprint[:12]}…: a ledger for exactly these "
+        return (f"keyed content fingerprint {self.name}: a ledger for exactly these "
                 "documents; any added, removed or edited document starts a fresh one "
                 "(name the dataset with --dataset-id to keep one budget)")
 
@@ -239,7 +349,7 @@ class CorpusBudget:
     def _refusal(self, would: float, what: str) -> BudgetExceededError:
         spent = self.spent()
         which = (f"dataset {self.dataset_id!r}" if self.dataset_id is not None
-                 else f"this corpus (fingerprint {self.fingerprint[:12]}…)")
+                 else f"this corpus (ledger {self.name})")
         return BudgetExceededError(
             f"privacy budget exceeded for {which}: "
             f"{len(self.runs)} earlier run(s) spent ε = {spent.epsilon:.4g}; {what} would "
@@ -295,7 +405,7 @@ class CorpusBudget:
                 return self.spent()
             run = {"run_id": run_id, "command": command,
                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                   "fingerprint": self.fingerprint,
+                   "keyed_fingerprint": self.keyed_fingerprint,
                    "releases": [asdict(r) for r in ledger.releases],
                    "guarantee": asdict(ledger.guarantee()),
                    "parameters": parameters or {}, "overrun": False}
@@ -310,7 +420,8 @@ class CorpusBudget:
 
     def _write(self) -> None:
         data = {"format": FORMAT_VERSION, "key": self.key,
-                "fingerprint": None if self.dataset_id is not None else self.fingerprint,
+                "keyed_fingerprint": None if self.dataset_id is not None
+                else self.keyed_fingerprint,
                 "dataset_id": self.dataset_id,
                 "budget_total": self.total if self.total_source in (
                     "--budget-total", "recorded for corpus") else None,

@@ -26,7 +26,7 @@ released are in no public class: callers drop them.
 
 Data outside a declared set is an input error whose message would name private
 values: ``PrivateValuesError`` keeps them out of ``str(error)`` (what could reach a
-file) and hands them to the CLI, which shows them on the curator's terminal only.
+terminal, a log or a file); ``dptext inspect`` shows them to the curator who asks.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from functools import lru_cache
 import opendp.prelude as dp
 from scipy import stats
 
-from dptext.corpus import InputError
+from dptext.corpus import INSPECT, PrivateValuesError
 from dptext.privacy.ledger import PrivacyLedger, Release
 from dptext.privacy.mechanisms import (
     GRID_EXPONENT,
@@ -59,20 +59,6 @@ LABEL_SET_NOTE = (
     "was not released were left out. Declared labels are public and cost nothing.")
 
 
-class PrivateValuesError(InputError):
-    """Bad input whose full explanation names private values (labels, code values).
-
-    ``str(error)`` is the generic message: it never names a private value (nor counts
-    them), so it is safe wherever an error message may end up (a file, a log).
-    ``detail`` names them: the CLI shows it on the curator's terminal only
-    (``cli.options.user_errors``).
-    """
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.detail = detail
-
-
 def check_declared(present, declared: Sequence[str], *, what: str = "labels",
                    source: str = "the corpus") -> None:
     """Refuse data outside a declared value set (the values go to ``detail`` only)."""
@@ -80,7 +66,8 @@ def check_declared(present, declared: Sequence[str], *, what: str = "labels",
     if unknown:
         raise PrivateValuesError(
             f"{source}: some {what} in the data are not among the declared {what}; declare "
-            "them or fix the data (which ones is shown on a terminal only)",
+            f"them or fix the data (which ones: `{INSPECT}` with the same input options and "
+            "the declared values; it shows your private data to you, this message does not)",
             f"{what} not declared: {unknown}")
 
 

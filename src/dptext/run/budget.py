@@ -63,8 +63,8 @@ def charge(corpus, options: BudgetOptions, planned: list[Release], *, command: s
                           parameters=parameters, allow_overrun=options.allow_overrun,
                           run_id=run_id)
     total = f" of ε = {budget.total:g}" if budget.total is not None else ""
-    name = budget.dataset_id if budget.dataset_id is not None else budget.fingerprint[:8]
-    say(f"privacy spent on this {budget.noun}, all runs: {after}{total} (ledger {name})")
+    say(f"privacy spent on this {budget.noun}, all runs: {after}{total} (ledger "
+        f"{budget.name})")
     if before is not None and after.epsilon < before.epsilon:
         say(LOWER_EPSILON_NOTE)
     if budget.total is not None and after.epsilon > budget.total * (1 + 1e-9):

@@ -2,11 +2,13 @@
 
 ``<stem>.release/`` beside the run's output holds the documents (Parquet and JSONL,
 same rows in the same order), the run's privacy report (``privacy.json``) and a
-Hugging Face style dataset card (``README.md``); ``dptext evaluate`` may add
-``evaluation.json`` and an Evaluation section to the card.
+Hugging Face style dataset card (``README.md``).
 
-Everything written here is released data: the synthetic documents, counts over them,
-public parameters and the privacy report. Nothing is read from the private corpus.
+Everything ``write_release`` puts here is released data: the synthetic documents, counts
+over them, public parameters and the privacy report. Nothing is read from the private
+corpus. The one exception is the curator's choice: ``dptext evaluate
+--publish-evaluation`` (``publish_evaluation``) adds ``evaluation.json`` and an Evaluation
+section to the card, figures computed on real data and marked as outside the guarantee.
 """
 
 from __future__ import annotations
@@ -103,9 +105,19 @@ def release_of(synthetic: Path) -> Path | None:
     return folder if (folder / PRIVACY).exists() else None
 
 
-def record_evaluation(synthetic: Path, metrics: dict) -> Path | None:
-    """Add the headline numbers of ``dptext evaluate``'s ``metrics`` to the release folder
-    of ``synthetic``, if it has one; returns that folder."""
+def inside_release(path: Path) -> Path | None:
+    """The release folder ``path`` is in (or is), if any."""
+    path = Path(path).resolve()
+    for folder in (path, *path.parents):
+        if (folder / PRIVACY).is_file() and (folder / DOCUMENTS_PARQUET).is_file():
+            return folder
+    return None
+
+
+def publish_evaluation(synthetic: Path, metrics: dict) -> Path | None:
+    """The curator's explicit choice (``--publish-evaluation``): add the headline numbers
+    of ``dptext evaluate``'s ``metrics`` to the release folder of ``synthetic``, if it has
+    one, marked as outside the guarantee; returns that folder."""
     folder = release_of(synthetic)
     if folder is not None:
         add_evaluation(folder, evaluation_summary(metrics))
@@ -118,37 +130,49 @@ _SCORES = (("accuracy", "accuracy"), ("subset_accuracy", "subset accuracy"),
            ("macro_f1", "macro-F1"), ("micro_f1", "micro-F1"))
 
 
+#: the heading of the published figures that read the private corpus itself
+ON_PRIVATE = "Computed on the private corpus (NOT covered by the privacy guarantee)"
+
+
 def evaluation_summary(metrics: dict) -> dict:
     """The few numbers of an evaluation worth a line in the card: downstream accuracy/F1
-    on real test data (trained on synthetic vs on the private corpus) and the leakage
-    verdicts. Counts over the private corpus (its size, its entities) are left out."""
+    on real test data of classifiers trained on synthetic data, then, under
+    ``ON_PRIVATE``, every figure that read the private corpus (the ceiling trained on it,
+    the leakage checks). Counts over the private corpus (its size, its entities) are left
+    out. A figure not named here (a check added later) is not published."""
     out: dict[str, Any] = {"evaluated": datetime.now(UTC).isoformat(timespec="seconds"),
                            "real test documents": metrics.get("inputs", {}).get("n_test")}
+    on_private: dict[str, Any] = {}
     util = metrics.get("utility", {})
     if "skipped" in util:
         out["utility"] = f"skipped: {util['skipped']}"
     for name, res in util.get("classifiers", {}).items():
         row: dict[str, Any] = {}
+        clf = _CLASSIFIERS.get(name, name)
         for role, said in (("synthetic", "trained on synthetic"),
-                           ("synthetic_coral", "trained on synthetic, with CORAL"),
-                           ("ceiling", "trained on the private corpus (ceiling)")):
+                           ("synthetic_coral", "trained on synthetic, with CORAL")):
             for key, score in _SCORES:
                 if key in res.get(role, {}):
                     row[f"{score}, {said}"] = res[role][key]
+        out[f"Utility: {clf}"] = row
+        for key, score in _SCORES:
+            if key in res.get("ceiling", {}):
+                on_private[f"{clf}: {score}, trained on the private corpus (ceiling)"] = \
+                    res["ceiling"][key]
         if res.get("ratio") is not None:
-            row["ratio to the ceiling"] = res["ratio"]
-        out[f"Utility: {_CLASSIFIERS.get(name, name)}"] = row
+            on_private[f"{clf}: ratio to the ceiling"] = res["ratio"]
     lk = metrics.get("leakage", {})
-    leak: dict[str, Any] = {}
     if lk.get("ngrams"):
-        leak["7-word sequences copied from the private corpus"] = lk["ngrams"]["copied_7grams"]
+        on_private["Leakage: 7-word sequences copied from the private corpus"] = \
+            lk["ngrams"]["copied_7grams"]
     if "n_leaked" in lk.get("entities", {}):
-        leak["private named entities reappearing"] = lk["entities"]["n_leaked"]
+        on_private["Leakage: private named entities reappearing"] = lk["entities"]["n_leaked"]
     if can := lk.get("canaries"):
-        leak["planted canaries found"] = f"{can['n_found']} of {can['n_canaries']}"
-        leak["canary secrets found"] = can["n_secret_found"]
-    if leak:
-        out["Leakage"] = leak
+        on_private["Leakage: planted canaries found"] = \
+            f"{can['n_found']} of {can['n_canaries']}"
+        on_private["Leakage: canary secrets found"] = can["n_secret_found"]
+    if on_private:
+        out[ON_PRIVATE] = on_private
     return out
 
 
@@ -318,10 +342,14 @@ def render_card(meta: dict, report: dict, evaluation: dict | None) -> str:
     lines += _privacy(report, private)
     if evaluation is not None:
         lines += ["## Evaluation", "",
-                  "Computed by `dptext evaluate` with real data (a real test set and, when "
-                  "given, the private corpus for the ceiling and the leakage checks). These "
-                  "numbers are not covered by the privacy guarantee above: publish them only "
-                  f"if that is acceptable. The same numbers are in `{EVALUATION}`.", ""]
+                  "**Not covered by the privacy guarantee.** Computed by `dptext evaluate` "
+                  "with real data and published by the data curator's explicit choice "
+                  "(`--publish-evaluation`): the utility figures read a real test set; the "
+                  f"figures under *{ON_PRIVATE}* read the private corpus itself (a classifier "
+                  "trained on it, leakage checks against it) and can tell someone who also "
+                  "holds these synthetic documents something about the private ones. The "
+                  "guarantee above covers the synthetic documents and the privacy report "
+                  f"only. The same numbers are in `{EVALUATION}`.", ""]
         lines += _evaluation(evaluation)
     lines += [
         "## How to load",

@@ -151,7 +151,9 @@ def canary_experiment(corpus: Corpus, epsilons: Sequence[float], *, delta: float
     for eps in epsilons:
         gen = DPFineTuneGenerator(eps, delta, model=model, config=config, seed=seed,
                                   progress=progress)
-        gen.fit(poisoned, base=base_factory() if base_factory else None)
+        # an audit, not a release: its exposures stay with the curator (as an evaluation
+        # report does), so no persistent budget is charged (an ε = ∞ row would exhaust it)
+        gen.fit_uncharged(poisoned, base=base_factory() if base_factory else None)
         for row in score_canaries(gen, canaries):
             rows.append({"epsilon": eps, **row})
     return rows

@@ -1,9 +1,18 @@
 """``DPFineTuneGenerator``: the ``dpft`` generator's Python API.
 
     gen = DPFineTuneGenerator(epsilon=8, delta=1e-5).fit(read_corpus("demo:bbc-news/train"))
+    # charged to the corpus's persistent budget first, as a run of the engine is
     docs = gen.generate(500)               # [{"text", "label", ...}, ...]
     write_report(gen.privacy_report("python api", {}), "out.privacy.json")
     gen.save("adapter/"); DPFineTuneGenerator.load("adapter/")
+
+Persistent budget: ``fit`` checks the whole run against the corpus's ledger (its dataset
+id from ``config.toml``, else its keyed content fingerprint; or the ``budget`` given) and
+charges it as one (ε, δ) block before the first release, then settles it to the releases
+made (``privacy.budget.settle_run``), as the run engine does: a release made through
+this API is never outside a persistent ledger. ``fit_uncharged`` is for a caller that
+charges the run itself (the engine's ``DPFTGenerator``) or makes no release (the canary
+audit).
 
 Budget: ``epsilon`` is the whole run's. ``code_share`` of it (and ``code_delta_share``
 of δ) goes to the Gaussian control-code histogram; the DP-SGD noise multiplier is then
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -52,10 +62,12 @@ from dptext.generators.dpft.train import (
     trainable_state,
 )
 from dptext.privacy import PrivacyLedger, Release
+from dptext.privacy.budget import CorpusBudget, open_budget, planned_run, settle_run
 from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
 from dptext.privacy.labels import LABEL_SET, standalone_spec
 from dptext.reporting import LABELS_FROM_DATA, build_report, mark_not_private
 
+PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
 NOT_PRIVATE = "NOT PRIVATE: ε = ∞, the model was fine-tuned without DP on the private corpus"
 PRIVACY_NOTES = (
     "dpft: one document = one DP-SGD sample (truncated to max_length tokens), Poisson-sampled; "
@@ -88,18 +100,48 @@ class DPFineTuneGenerator:
         return math.isfinite(self.epsilon)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
-        """Train on ``corpus``. ``base``: an already loaded ``(model, tokenizer)`` (tests)."""
+    def fit(self, corpus: Corpus, *, base=None, budget: CorpusBudget | None = None,
+            allow_budget_overrun: bool = False) -> DPFineTuneGenerator:
+        """Charge the run to ``corpus``'s persistent budget (``budget``: that ledger;
+        default ``open_budget(corpus)``), refusing it when over the total unless
+        ``allow_budget_overrun``, then train; a resumed ``checkpoint_dir`` is not charged
+        again. ``base``: an already loaded ``(model, tokenizer)`` (tests)."""
+        self._check(corpus)
+        if self._plan_file() is not None and self._plan_file().exists():
+            return self.fit_uncharged(corpus, base=base)
+        budget = budget if budget is not None else open_budget(corpus)
+        run_id = uuid.uuid4().hex
+        budget.commit(PrivacyLedger(releases=[planned_run(PLAN_NAME, self.epsilon,
+                                                          self.delta)]),
+                      command="python api: DPFineTuneGenerator.fit",
+                      parameters={"method": "dpft", "epsilon": _num(self.epsilon),
+                                  "delta": self.delta, "dpft_config": self.config.to_dict()},
+                      allow_overrun=allow_budget_overrun, run_id=run_id)
+        self.fit_uncharged(corpus, base=base)
+        if self.private:  # the releases made replace the block (never costing more)
+            settle_run(budget, run_id, self.ledger_.releases)
+        return self
+
+    def _check(self, corpus: Corpus) -> None:
         if len(corpus) == 0:
             raise InputError(f"{corpus.source}: the corpus is empty")
         if not (self.epsilon > 0):
             raise ValueError(f"epsilon must be positive (or inf), got {self.epsilon}")
+
+    def _plan_file(self) -> Path | None:
+        return self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
+
+    def fit_uncharged(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
+        """Train on ``corpus`` without charging its persistent budget: for a caller that
+        charges the run itself (the run engine) or whose results are no release (the
+        canary audit, whose exposures stay with the curator); ``fit`` charges it."""
+        self._check(corpus)
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)
         lm, tok = base if base is not None else load_base(self.model, cfg.dtype)
         self.tokenizer_ = tok
         lm = add_lora(lm, cfg)
-        plan_file = self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
+        plan_file = self._plan_file()
         resumed = plan_file is not None and plan_file.exists()
         if resumed:  # resume: no new noise, same plan
             self._restore_plan(json.loads(plan_file.read_text()))

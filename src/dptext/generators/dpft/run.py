@@ -22,14 +22,12 @@ import numpy as np
 
 from dptext.corpus import Corpus
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
-from dptext.generators.dpft.generator import NOT_PRIVATE, DPFineTuneGenerator
+from dptext.generators.dpft.generator import NOT_PRIVATE, PLAN_NAME, DPFineTuneGenerator
 from dptext.generators.dpft.model import base_dtype, check_model, describe_dtype
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 from dptext.privacy import Release
 from dptext.privacy.budget import planned_run
-
-PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
 
 
 @dataclass
@@ -91,8 +89,8 @@ class DPFTGenerator(BaseGenerator):
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
                                       seed=ctx.seed, progress=ctx.progress)
-            try:
-                gen.fit(corpus, base=self.base).save(model_dir)
+            try:  # the engine charged the run: the fit does not charge it again
+                gen.fit_uncharged(corpus, base=self.base).save(model_dir)
             finally:  # a failed fit is charged what it released (DP-SGD once training began)
                 ctx.ledger.releases[:] = getattr(gen, "ledger_", ctx.ledger).releases
         gen = DPFineTuneGenerator.load(model_dir, base=self.base)
