@@ -1,4 +1,4 @@
-"""``dptext evaluate`` (utility, fidelity, leakage, fairness, coherence -> report) and
+"""``dptext evaluate`` (utility, fidelity, leakage, membership, fairness, coherence -> report) and
 ``dptext filter`` (rank or drop synthetic documents by their NLI coherence score)."""
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ def evaluate(
                                                   "recognisers on the same spaCy model)."),
     ner_max_docs: int = typer.Option(2000, help="Private documents scanned by NER at most."),
     fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map."),
+    membership: bool = typer.Option(
+        True, help="Membership-inference attacks: private documents against the real test "
+                   "set (needs --private)."),
     coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs."),
     coherence_max_docs: int = typer.Option(100, help="Synthetic documents scored by NLI."),
     seed: int = typer.Option(0, help="Seed of the classifiers and samples."),
@@ -101,7 +104,8 @@ def evaluate(
                          seed=seed, leakage=leakage, ner=ner, ner_max_docs=ner_max_docs,
                          ner_backend=ner_backend,
                          canaries=cans, fidelity=fidelity, coherence=coherence,
-                         coherence_max_docs=coherence_max_docs, group_columns=groups)
+                         coherence_max_docs=coherence_max_docs, group_columns=groups,
+                         membership=membership)
         with console.status("evaluating") as status:
             metrics = run(syn, test, private=prv, unlabeled=unl,
                           privacy=guarantee(read_privacy_report(synthetic)), cfg=cfg,

@@ -1,4 +1,5 @@
-"""One evaluation run: utility, fidelity/diversity, leakage, fairness, coherence -> metrics.
+"""One evaluation run: utility, fidelity/diversity, leakage, membership inference, fairness,
+coherence -> metrics.
 
 ``evaluate(...)`` returns the ``metrics.json`` dictionary; ``report.write_report``
 turns it into the HTML page. Every section can be switched off, and a section
@@ -41,6 +42,7 @@ class EvalConfig:
     fidelity: bool = True
     map_points: int = 800
     coherence: bool = True
+    membership: bool = True
     coherence_max_docs: int = 200
     nli_backend: str = "onnx"
     group_columns: tuple[str, ...] = ()
@@ -183,6 +185,14 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
             leakage_report, synthetic, private, canaries=cfg.canaries,
             ner=cfg.ner and cfg.leakage, ngrams=cfg.leakage, ner_max_docs=cfg.ner_max_docs,
             ner_backend=cfg.ner_backend, seed=cfg.seed)
+
+    if cfg.membership:
+        from dptext.evaluate.membership import membership_report
+
+        # in the keyphrase-only protocol the real documents are compared as phrase sequences
+        say("membership inference")
+        metrics["membership"], metrics["timings_s"]["membership"] = _timed(
+            membership_report, synthetic, private_u, test_u, embed=embed, seed=cfg.seed)
 
     if cfg.group_columns:
         from dptext.evaluate.fairness import fairness_report
