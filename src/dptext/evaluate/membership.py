@@ -202,8 +202,8 @@ def attack_statistics(member_scores: np.ndarray, non_member_scores: np.ndarray, 
 
 def _rows(embed: Callable, texts: tuple[str, ...], idx: np.ndarray) -> np.ndarray:
     """Embeddings of ``texts[idx]``: of the whole tuple (which the evaluation cache has
-    usually embedded already) unless the sample is a small part of it."""
-    if len(texts) <= 4 * len(idx):
+    usually embedded already) when the sample is at least half of it."""
+    if len(texts) <= 2 * len(idx):
         return np.asarray(embed(texts))[idx]
     return np.asarray(embed(tuple(texts[i] for i in idx)))
 
