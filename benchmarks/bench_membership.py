@@ -128,9 +128,13 @@ def main() -> None:
             f"fitted at ε = {INF_EPSILON:g}; scored under the keyphrase-only protocol (real "
             "documents as phrase sequences over the released vocabulary). Copy control: a "
             "verbatim copy of a fifth of the training documents, scored as whole documents: "
-            "its AUC can be at most about 0.5 + 0.2 / 2 = 0.6, its TPR at 1 % FPR about 0.2 "
-            "(the share copied); chance is an AUC of 0.5 and a TPR of 0.01. No LLM "
-            "generation here (too slow on a CPU).\n\n" + body))
+            "its AUC is about 0.5 + 0.2 / 2 = 0.6 if the members not copied look like "
+            "non-members (a little more is likely where uncopied training documents sit "
+            "close to copied ones on the same story), its TPR at 1 % FPR about 0.2 (the "
+            "share copied); chance is an AUC of 0.5 and a TPR of 0.01. DP-KPS sequences are "
+            "drawn from a public vocabulary of common English words, so they hold no rare "
+            "n-gram: every document scores 0 on that attack, whose AUC is 0.5 by "
+            "construction. No LLM generation here (too slow on a CPU).\n\n" + body))
 
 
 if __name__ == "__main__":
