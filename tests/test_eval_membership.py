@@ -107,6 +107,18 @@ def test_balanced_sets_match_labels_and_drop_copies_of_members():
     assert len(m) == len(n) == 5
 
 
+def test_keyphrase_form_duplicates_are_judged_on_the_documents():
+    """Distinct documents with the same phrase sequence are not duplicates."""
+    seqs = Labelled(texts=("goal, match",) * 12, labels=None)
+    syn = Labelled(texts=("goal, match",), labels=None)
+    docs = tuple(f"member {i} scored a goal in the match" for i in range(12)), \
+        tuple(f"test document {i} about a goal in a match" for i in range(12))
+    res = membership_report(syn, seqs, seqs, embed=_embed, originals=docs, resamples=50)
+    assert res["n_non_members"] == 12 and "attacks" in res
+    res = membership_report(syn, seqs, seqs, embed=_embed, resamples=50)
+    assert res["n_non_members"] == 0 and "fewer than 10" in res["skipped"]
+
+
 # --------------------------------------------------------------------------- rare n-grams
 
 

@@ -20,7 +20,8 @@ as an attacker holding the release and the candidate could:
   scores 0.
 
 **Balanced sets without bias.** Non-members whose text equals a member's (the
-same tokens) are dropped first: they are members in all but name. Then, when both
+same tokens; for a keyphrase file the documents, not their phrase sequences) are
+dropped first: they are members in all but name. Then, when both
 sets are labelled, the two sets are matched within each label (the smaller side's
 count of that label is drawn uniformly without replacement from the larger), so
 members and non-members have the same class mix and a class-mix difference between
@@ -209,17 +210,20 @@ def _rows(embed: Callable, texts: tuple[str, ...], idx: np.ndarray) -> np.ndarra
 
 
 def membership_report(synthetic, members, non_members, *, embed: Callable,
+                      originals: tuple[Sequence[str], Sequence[str]] | None = None,
                       seed: int = 0, max_per_side: int = 2000, resamples: int = 1000,
                       level: float = 0.95, target_fpr: float = TARGET_FPR) -> dict:
     """Both attacks on ``synthetic`` (a ``Labelled``) with ``members`` (the private corpus,
     or None: skipped) and ``non_members`` (real documents not in it, e.g. the real test
-    set); ``embed(texts) -> unit-norm rows``."""
+    set); ``embed(texts) -> unit-norm rows``. ``originals``: the texts of the member and
+    non-member documents when the attacks see another form of them (a keyphrase file's
+    phrase sequences): duplicates are judged on the documents, not on that form."""
     if members is None:
         return {"skipped": "no --private corpus given: membership inference needs the "
                            "members"}
     rng = np.random.default_rng(seed)
     m_idx, n_idx = balanced_indices(
-        members.texts, non_members.texts, member_labels=members.labels,
+        *(originals or (members.texts, non_members.texts)), member_labels=members.labels,
         non_member_labels=non_members.labels, max_per_side=max_per_side, rng=rng)
     out: dict = {"note": NOTE, "n_members": len(m_idx), "n_non_members": len(n_idx),
                  "matched_within_labels": members.labels is not None

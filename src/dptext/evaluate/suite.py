@@ -192,7 +192,8 @@ def evaluate(synthetic: Labelled, test: Labelled, *, private: Labelled | None = 
         # in the keyphrase-only protocol the real documents are compared as phrase sequences
         say("membership inference")
         metrics["membership"], metrics["timings_s"]["membership"] = _timed(
-            membership_report, synthetic, private_u, test_u, embed=embed, seed=cfg.seed)
+            membership_report, synthetic, private_u, test_u, embed=embed, seed=cfg.seed,
+            originals=None if private is None else (private.texts, test.texts))
 
     if cfg.group_columns:
         from dptext.evaluate.fairness import fairness_report
