@@ -190,7 +190,8 @@ def test_suite_runs_membership_with_a_private_corpus_and_skips_without():
     assert set(m["membership"]["attacks"]) == {"embedding_distance", "rare_ngrams"}
     assert m["membership"]["n_members"] == 30 and "membership" in m["timings_s"]
     m = evaluate(syn, test, cfg=cfg, encoder=HashEncoder())
-    assert "no --private corpus" in m["membership"]["skipped"]
+    assert "needs the private corpus (--private)" in m["membership"]["skipped"]
+    assert "skipped" in membership_report(syn, prv, None, embed=_embed)
     off = EvalConfig(classifiers=("tfidf",), leakage=False, fidelity=False, coherence=False,
                      membership=False)
     assert "membership" not in evaluate(syn, test, private=prv, cfg=off, encoder=HashEncoder())

@@ -213,14 +213,14 @@ def membership_report(synthetic, members, non_members, *, embed: Callable,
                       originals: tuple[Sequence[str], Sequence[str]] | None = None,
                       seed: int = 0, max_per_side: int = 2000, resamples: int = 1000,
                       level: float = 0.95, target_fpr: float = TARGET_FPR) -> dict:
-    """Both attacks on ``synthetic`` (a ``Labelled``) with ``members`` (the private corpus,
-    or None: skipped) and ``non_members`` (real documents not in it, e.g. the real test
-    set); ``embed(texts) -> unit-norm rows``. ``originals``: the texts of the member and
+    """Both attacks on ``synthetic`` (a ``Labelled``) with ``members`` (the private corpus)
+    and ``non_members`` (real documents not in it, e.g. the real test set); either None:
+    skipped. ``embed(texts) -> unit-norm rows``. ``originals``: the texts of the member and
     non-member documents when the attacks see another form of them (a keyphrase file's
     phrase sequences): duplicates are judged on the documents, not on that form."""
-    if members is None:
-        return {"skipped": "no --private corpus given: membership inference needs the "
-                           "members"}
+    if members is None or non_members is None:
+        return {"skipped": "membership inference needs the private corpus (--private) and "
+                           "real documents that were not in it (--real-test)"}
     rng = np.random.default_rng(seed)
     m_idx, n_idx = balanced_indices(
         *(originals or (members.texts, non_members.texts)), member_labels=members.labels,
