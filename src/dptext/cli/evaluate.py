@@ -1,5 +1,5 @@
-"""``dptext evaluate`` (utility, fidelity, leakage, fairness, coherence, coreference ->
-report) and
+"""``dptext evaluate`` (utility, fidelity, leakage, membership, fairness, coherence,
+coreference -> report) and
 ``dptext filter`` (rank or drop synthetic documents by their NLI coherence score)."""
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ def evaluate(
                                                   "recognisers on the same spaCy model)."),
     ner_max_docs: int = typer.Option(2000, help="Private documents scanned by NER at most."),
     fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map."),
+    membership: bool = typer.Option(
+        True, help="Membership-inference attacks: private documents against the real test "
+                   "set (needs --private)."),
     coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs."),
     coherence_max_docs: int = typer.Option(100, help="Synthetic documents scored by NLI."),
     coref_gold: str | None = typer.Option(
@@ -129,6 +132,7 @@ def evaluate(
                          ner_backend=ner_backend,
                          canaries=cans, fidelity=fidelity, coherence=coherence,
                          coherence_max_docs=coherence_max_docs, group_columns=groups,
+                         membership=membership,
                          coref=CorefConfig(max_tokens=coref_max_tokens,
                                            max_docs=coref_max_docs, seed=seed))
         with console.status("evaluating") as status:

@@ -182,6 +182,45 @@ def plot_coherence(coh: dict) -> str | None:
     return _png(fig)
 
 
+ATTACK_NAMES = {"embedding_distance": "nearest synthetic neighbour (embedding distance)",
+                "rare_ngrams": "shared rare n-grams"}
+
+
+def plot_membership(mem: dict) -> str | None:
+    """ROC curves of the membership attacks, on linear and on log axes (low FPR)."""
+    attacks = mem.get("attacks") or {}
+    if not attacks:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    for colour, (name, res) in zip((SYN_COLOUR, REAL_COLOUR), attacks.items(), strict=False):
+        fpr, tpr = np.asarray(res["roc"]["fpr"]), np.asarray(res["roc"]["tpr"])
+        for ax in axes:
+            ax.plot(fpr, tpr, color=colour,
+                    label=f"{name.replace('_', ' ')} (AUC {res['auc']:.2f})")
+    floor = 1 / max(mem.get("n_non_members") or 1, 1)
+    grid = np.logspace(np.log10(floor), 0, 50)
+    for ax, scale in zip(axes, ("linear", "log"), strict=True):
+        ax.plot(grid if scale == "log" else [0, 1], grid if scale == "log" else [0, 1], ":",
+                color="grey", label="chance")
+        ax.set_xscale(scale)
+        ax.set_yscale(scale)
+        ax.set_xlabel("false-positive rate (non-members flagged)")
+        ax.set_ylabel("true-positive rate (members found)")
+        ax.grid(alpha=0.3)
+    axes[1].set_xlim(floor, 1)
+    axes[1].set_ylim(floor, 1.02)
+    axes[1].axvline(mem.get("target_fpr", 0.01), color="#C44E52", lw=0.8)
+    axes[0].legend(fontsize=7, loc="lower right")
+    axes[0].set_title("Membership inference ROC")
+    axes[1].set_title("Same, log axes (low FPR)")
+    return _png(fig)
+
+
 # --------------------------------------------------------------------------- HTML
 
 
@@ -319,6 +358,27 @@ def _fairness_html(fair: dict) -> str:
     return "".join(parts)
 
 
+def _membership_html(mem: dict) -> str:
+    attacks = mem.get("attacks")
+    if not attacks:
+        return _skip(mem)
+    iv, fpr = mem["interval"], mem["target_fpr"]
+    intro = (f"<p>{mem['n_members']} private documents (members) against as many real test "
+             "documents (non-members)" + (", matched within each label" if
+                                          mem.get("matched_within_labels") else "")
+             + ". An AUC near 0.5 and a true-positive rate near the false-positive rate mean "
+             "the release does not tell them apart; 1.0 means it gives every member away. "
+             f"Interval: {escape(iv['method'])}, {iv['level']:.0%}.</p>")
+    table = _table(
+        ["attack", "AUC", f"{iv['level']:.0%} interval", f"TPR at {fpr:.0%} FPR"],
+        [[ATTACK_NAMES.get(name, name), _num(r["auc"]),
+          f"{_num(r['auc_ci'][0])} – {_num(r['auc_ci'][1])}",
+          _num(r["tpr_at_fpr"], True) if r["tpr_at_fpr"] is not None
+          else r.get("tpr_note", "–")] for name, r in attacks.items()])
+    return (f'<p class="note">{escape(mem["note"])}</p>' + intro + table
+            + _img(plot_membership(mem), "ROC curves of the membership attacks"))
+
+
 def _coherence_html(coh: dict) -> str:
     if not coh:
         return ""
@@ -420,6 +480,8 @@ def render_html(m: dict) -> str:
          _fidelity_html(m.get("fidelity", {}))),
         ("leakage", "Privacy leakage: does it repeat the private data?",
          _leakage_html(m.get("leakage", {}))),
+        ("membership", "Membership inference: can the release tell who was in the private "
+                       "corpus?", _membership_html(m.get("membership", {}))),
         ("fairness", "Fairness across subgroups", _fairness_html(m.get("fairness", {}))),
         ("coherence", "Coherence", _coherence_html(m.get("coherence", {}))),
         ("coreference", "Coreference: are entities consistent enough to learn from?",

@@ -1,5 +1,5 @@
-"""One evaluation run: utility, fidelity/diversity, leakage, fairness, coherence,
-coreference -> metrics.
+"""One evaluation run: utility, fidelity/diversity, leakage, membership inference, fairness,
+coherence, coreference -> metrics.
 
 ``evaluate(...)`` returns the ``metrics.json`` dictionary; ``report.write_report``
 turns it into the HTML page. Every section can be switched off, and a section
@@ -44,6 +44,7 @@ class EvalConfig:
     fidelity: bool = True
     map_points: int = 800
     coherence: bool = True
+    membership: bool = True
     coherence_max_docs: int = 200
     nli_backend: str = "onnx"
     group_columns: tuple[str, ...] = ()
@@ -196,6 +197,16 @@ def evaluate(synthetic: Labelled, test: Labelled | None, *, private: Labelled | 
             leakage_report, synthetic, private, canaries=cfg.canaries,
             ner=cfg.ner and cfg.leakage, ngrams=cfg.leakage, ner_max_docs=cfg.ner_max_docs,
             ner_backend=cfg.ner_backend, seed=cfg.seed)
+
+    if cfg.membership:
+        from dptext.evaluate.membership import membership_report
+
+        # in the keyphrase-only protocol the real documents are compared as phrase sequences
+        say("membership inference")
+        metrics["membership"], metrics["timings_s"]["membership"] = _timed(
+            membership_report, synthetic, private_u, test_u, embed=embed, seed=cfg.seed,
+            originals=None if private is None or test is None
+            else (private.texts, test.texts))
 
     if cfg.group_columns and test is not None:
         from dptext.evaluate.fairness import fairness_report
