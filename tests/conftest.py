@@ -39,6 +39,17 @@ def _dptext_home(tmp_path_factory, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def _prompt_cache(tmp_path_factory, monkeypatch):
+    """Every test its own prompt cache: a completion cached by one test (or by a user of
+    this machine) must not answer another test's prompt; the models under $DPTEXT_CACHE
+    are shared as before."""
+    from dptext.llm.journal import PromptCache
+
+    path = tmp_path_factory.mktemp("prompt-cache") / "llm-cache.jsonl"
+    monkeypatch.setattr(PromptCache, "default", classmethod(lambda cls: cls(path)))
+
+
 @pytest.fixture(scope="session")
 def tiny():
     """The dpft tests' tiny causal LM factory (no weights to load)."""
