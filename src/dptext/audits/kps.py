@@ -41,7 +41,7 @@ def audit_vocabulary(noise: str = "laplace", epsilon: float | None = None, delta
     """``release_vocabulary`` on D and on D' = D + a document of 2·S new terms (the first S
     may count). Laplace: the clipped likelihood ratio over those S terms; Gaussian: the
     projection of the noisy histogram on them (its likelihood ratio)."""
-    from dptext.generators.kps import release_vocabulary
+    from dptext.generators.kps.releases import release_vocabulary
 
     started = time.perf_counter()
     if epsilon is None:
@@ -86,6 +86,7 @@ def audit_vocabulary(noise: str = "laplace", epsilon: float | None = None, delta
 def audit_label_counts(epsilon: float = 1.0, *, runs: int = 3000, confidence: float = 0.95,
                        broken: str = "none") -> AuditRow:
     from dptext.generators.kps import KeyphraseSeeder
+    from dptext.generators.kps.releases import release_label_counts
 
     started = time.perf_counter()
     texts = tuple(f"t{i:03d}" for i in range(20))
@@ -100,7 +101,7 @@ def audit_label_counts(epsilon: float = 1.0, *, runs: int = 3000, confidence: fl
             for _ in range(runs):
                 seeder.ledger_ = PrivacyLedger()
                 with observe_releases() as seen:
-                    seeder._release_label_counts(corpus, ["a", "b"])
+                    release_label_counts(corpus, ["a", "b"], epsilon, seeder.ledger_)
                 samples[name].append(float(seen[0][2][0]))
     claimed = seeder.ledger_.guarantee()
     return audit_statistics("label histogram (Laplace)",

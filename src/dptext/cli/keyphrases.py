@@ -87,7 +87,7 @@ def keyphrases(
             label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
             terms_share=terms_share, model=model, select=select, mixture=mixture)
         from dptext.generators.kps import KeyphraseSeeder
-        from dptext.generators.kps_generator import fit_seeder, seeder_parameters
+        from dptext.generators.kps.generator import fit_seeder, seeder_parameters
         from dptext.privacy.budget import settle_run
         from dptext.run import budget as run_budget
 

@@ -15,8 +15,9 @@ import numpy as np
 
 from dptext.corpus import Corpus
 from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
-from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
-from dptext.privacy import Release
+from dptext.generators.kps.sampling import KeyphraseSequence
+from dptext.generators.kps.seeder import KeyphraseSeeder
+from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.labels import LABEL_SET_NOTE
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
@@ -57,14 +58,16 @@ def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
 
 def fit_seeder(corpus: Corpus, params: dict[str, Any], *, seed: int | None,
                say: Callable[[str], None],
-               progress: Callable[[str], None] | None = None
+               progress: Callable[[str], None] | None = None,
+               ledger: PrivacyLedger | None = None
                ) -> tuple[KeyphraseSeeder, np.random.Generator]:
-    """Fit a KeyphraseSeeder (every DP-KPS release); returns it and the public rng the
-    sequences are drawn with."""
+    """Fit a KeyphraseSeeder (every DP-KPS release, recorded in ``ledger``: the run's, or
+    None for one of the fit's own); returns it and the public rng the sequences are drawn
+    with."""
     seeder = KeyphraseSeeder(**params)
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
-    seeder.fit(corpus, rng=rng, progress=progress)
+    seeder.fit(corpus, rng=rng, progress=progress, ledger=ledger)
     n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
     say(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
         f"{len(seeder.released_vocabulary_)} released terms; "
