@@ -154,8 +154,8 @@ class KPSGenerator(BaseGenerator):
         started = time.perf_counter()
         seeder, rng = fit_seeder(corpus, self.seeder_params(), seed=ctx.seed, say=ctx.say,
                                  progress=lambda msg: ctx.say(
-                                     f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
-        ctx.ledger.releases.extend(seeder.ledger_.releases)
+                                     f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"),
+                                 ledger=ctx.ledger)
         per_class = self.per_class
         if per_class is None and self.documents is None:
             per_class = 100
