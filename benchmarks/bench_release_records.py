@@ -104,8 +104,9 @@ corpus = read_corpus(sys.argv[1], label_column="label")
 out = {}
 for name, kw in CONFIGS.items():
     seen.clear()
-    s = KeyphraseSeeder(vocab="english:5000", embedder=load_embedder("model2vec", cache_dir=""),
-                        vocab_size=300, features=200, epsilon=4.0, **kw)
+    s = KeyphraseSeeder(**{"vocab": "english:5000", "vocab_size": 300, "features": 200,
+                           "epsilon": 4.0, **kw,
+                           "embedder": load_embedder("model2vec", cache_dir="")})
     s.fit(corpus, rng=np.random.default_rng(0))
     seqs = s.sample(3, rng=np.random.default_rng(1))
     out[name] = [seen[:], list(s.released_vocabulary_), [q.to_dict() for q in seqs]]
