@@ -19,6 +19,8 @@ import numpy as np
 from dptext.corpus import read_corpus
 from dptext.embed import default_cache_dir, load_embedder
 from dptext.generators.kps import KeyphraseSeeder
+from dptext.generators.kps.budget import noise_specs
+from dptext.generators.kps.releases import release_vocabulary
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sampler import SamplingStats, sample_iterative
 from dptext.kde.sketch import ensemble_blocks, release_sketches, sketch_for_prefix
@@ -88,13 +90,18 @@ def main() -> None:
         seeder.ledger_ = ledger
         with measure(results, f"DP vocabulary (first S={seeder.terms_per_doc} terms, noise, "
                               "floor, top-N)", size):
-            released = seeder._release_vocabulary(corpus, english)
+            released = release_vocabulary(
+                corpus.texts, english, noise_specs(seeder, corpus.labels is not None)["vocab"],
+                ledger,
+                terms_per_doc=seeder.given_terms_per_doc(), size=size,
+                noise_terms=seeder.vocab_noise_terms, min_terms=seeder.length)
         with measure(results, "embed Ṽ (MiniLM, cached; excluded)", size):
             emb = np.ascontiguousarray(embedder.encode(list(released)), dtype=np.float32)
         with measure(results, "document keyphrases over Ṽ", size):
             seqs = PublicVocabulary("released", released).extractor().extract_many(
                 corpus.texts, max_terms=32, distinct=True)
-        by_class = seeder._sequences_by_class(corpus, corpus.classes, seqs)
+        index = corpus.class_indices()
+        by_class = {c: [seqs[i] for i in index.get(c, [])] for c in corpus.classes}
         rng = np.random.default_rng(0)
         blocks = ensemble_blocks("iterative", L, "log")
         feats = [FourierFeatures.draw(emb.shape[1], b, args.features, 1.0, rng) for b in blocks]

@@ -48,7 +48,7 @@ def exact_vocabulary(corpus, vocab, seeder: KeyphraseSeeder) -> tuple[str, ...]:
     """Non-private top-N over the same first-S-distinct counts (ceiling A only); S as
     given, or the per-stage S where the seeder chooses it privately."""
     firsts = vocab.extractor().extract_many(corpus.texts,
-                                            max_terms=seeder._given_terms_per_doc(),
+                                            max_terms=seeder.given_terms_per_doc(),
                                             distinct=True)
     counts = np.bincount(np.concatenate(firsts), minlength=len(vocab))
     top = np.argsort(-counts, kind="stable")[: seeder.vocab_size]

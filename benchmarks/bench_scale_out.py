@@ -36,7 +36,7 @@ import numpy as np
 
 from dptext.compute import LocalEngine, RayEngine, ray_available
 from dptext.corpus import read_corpus
-from dptext.generators.kps import DocumentTerms
+from dptext.generators.kps.releases import DocumentTerms
 from dptext.kde.histogram import ClassTermCounts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import SketchUnits, phase_tables

@@ -72,13 +72,13 @@ def test_dpsgd_single_step():
 
 def test_memoised_calibration_changes_no_noise_and_is_undone():
     from dptext.audits.common import memoised_calibration
-    from dptext.generators import kps
+    from dptext.generators.kps import KeyphraseSeeder, budget
 
-    seeder = kps.KeyphraseSeeder(epsilon=2.0, delta=1e-2)
-    honest, split = seeder.noise_specs(), kps.split_budget
-    multiplier = kps.gaussian_noise_multiplier(1.0, 1e-5)
+    seeder = KeyphraseSeeder(epsilon=2.0, delta=1e-2)
+    honest, split = seeder.noise_specs(), budget.split_budget
+    multiplier = budget.gaussian_noise_multiplier(1.0, 1e-5)
     with memoised_calibration():
-        assert kps.split_budget is not split
+        assert budget.split_budget is not split
         assert seeder.noise_specs() == honest == seeder.noise_specs()
-        assert kps.gaussian_noise_multiplier(1.0, 1e-5) == multiplier
-    assert kps.split_budget is split
+        assert budget.gaussian_noise_multiplier(1.0, 1e-5) == multiplier
+    assert budget.split_budget is split

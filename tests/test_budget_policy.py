@@ -134,7 +134,7 @@ def test_dpkps_charges_the_plan_before_its_first_release(tmp_path, monkeypatch, 
     import pandas as pd
     from typer.testing import CliRunner
 
-    import dptext.generators.kps_generator as kcli
+    import dptext.generators.kps.generator as kcli
     from dptext.cli import app
     from dptext.corpus import read_corpus
 

@@ -9,7 +9,7 @@ import pytest
 
 from dptext.compute import LocalEngine, current_engine, map_sum, use_engine
 from dptext.corpus import Corpus
-from dptext.generators.kps import DocumentTerms
+from dptext.generators.kps.releases import DocumentTerms
 from dptext.kde.histogram import ClassTermCounts, class_term_counts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import corpus_sketch_sums, exact_sums

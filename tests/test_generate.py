@@ -180,16 +180,36 @@ def test_bad_template_fails_before_any_release(tmp_path):
     assert not (tmp_path / "o.jsonl.run").exists()
 
 
-def test_few_shot_taken_from_the_private_corpus_is_refused(tmp_path, model2vec_strings):
+def test_a_few_shot_example_from_the_private_corpus_changes_nothing(tmp_path,
+                                                                   model2vec_strings):
+    """Few-shot examples must be public; they are not compared with the private corpus
+    (a refusal would tell whoever supplies them whether a text is in it). A run whose
+    example is a private document makes the same releases and documents as one whose
+    example is public (their noise differs from run to run, so only their records compare)."""
     corpus = _corpus_with_canaries()
     data = tmp_path / "notes.csv"
     _write_csv(data, corpus)
+    public = read_corpus("demo:bbc-news/test").texts[0][:300]
     shots = tmp_path / "shots.txt"
-    shots.write_text(corpus.texts[0][:300])
-    r = _cli(["generate", "--input", str(data), "--label-column", "label", "--out",
-              str(tmp_path / "o.jsonl"), "--few-shot", str(shots), "--llm", "recording:",
-              "--vocab", _vocab_file(tmp_path), "--embedder", "model2vec"])
-    assert r.exit_code == 2 and "appears in the private corpus" in said(r.output)
+    runs = {}
+    for name, example in (("private", corpus.texts[0][:300]), ("public", public)):
+        shots.write_text(example)
+        out = tmp_path / name / "o.jsonl"
+        r = _cli(["generate", "--input", str(data), "--label-column", "label", "--out",
+                  str(out), "--few-shot", str(shots), "--llm", "recording:", "--vocab",
+                  _vocab_file(tmp_path), "--embedder", "model2vec", "--features", "200",
+                  "--vocab-size", "300", "--sequences-per-class", "1", "--no-progress",
+                  "--labels", "business,entertainment,politics,sports,tech", "--no-cache",
+                  "--seed", "5"])
+        assert r.exit_code == 0, r.output
+        assert len(out.read_text().splitlines()) == 5
+        report = json.loads(out.with_name("o.privacy.json").read_text())
+        journal = (tmp_path / name / "o.jsonl.run" / "journal.jsonl").read_text()
+        assert example.split()[0] in journal  # the example reached the prompts as given
+        assert "appears in the private corpus" not in said(r.output)
+        runs[name] = [(x["name"], x["mechanism"], x["epsilon"], x["delta"])
+                      for x in report["releases"]]
+    assert runs["private"] == runs["public"]
 
 
 def test_sequences_roundtrip_through_the_document_stage():

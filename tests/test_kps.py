@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from dptext.corpus import Corpus, InputError, read_corpus
-from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence, noise_floor
-from dptext.privacy import PrivacyLedger, mechanisms
+from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
+from dptext.generators.kps.releases import noise_floor, release_vocabulary
+from dptext.privacy import NoiseSpec, PrivacyLedger, mechanisms
 from dptext.privacy.audit import epsilon_lower_bound
 from dptext.text import extract
 from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
@@ -104,7 +105,7 @@ def test_sequence_round_trip():
 ])
 def test_bad_parameters_are_refused(bad):
     with pytest.raises(ValueError):
-        KeyphraseSeeder(**bad)._validate()
+        KeyphraseSeeder(**bad).validate()
 
 
 def test_noise_floor():
@@ -152,10 +153,9 @@ def _vocab_samples(runs, epsilon):
         corpus = Corpus(texts=tuple(texts))
         stats = []
         for _ in range(runs):
-            seeder = KeyphraseSeeder(vocab=vocab, terms_per_doc=S, epsilon_vocab=epsilon,
-                                     vocab_size=len(WORDS), vocab_noise="laplace")
-            seeder.ledger_ = PrivacyLedger()
-            seeder._release_vocabulary(corpus, vocab)
+            release_vocabulary(corpus.texts, vocab, NoiseSpec("laplace", epsilon),
+                               PrivacyLedger(), terms_per_doc=S, size=len(WORDS),
+                               noise_terms=KeyphraseSeeder.vocab_noise_terms, min_terms=10)
             # read the noisy histogram back through the release function's input hook
             stats.append(_last_output[0])
         y = np.asarray(stats)
@@ -176,9 +176,9 @@ def capture_releases(monkeypatch):
         _last_output[0] = noisy
         return noisy
 
-    import dptext.generators.kps as kps
+    import dptext.generators.kps.releases as releases
 
-    monkeypatch.setattr(kps, "release", spy)
+    monkeypatch.setattr(releases, "release", spy)
 
 
 @pytest.mark.statistical

@@ -9,7 +9,7 @@ import pytest
 
 from dptext.corpus import Corpus
 from dptext.generators.kps import KeyphraseSeeder
-from dptext.generators.kps_models import (
+from dptext.generators.kps.models import (
     HistogramModel,
     KeyphraseModel,
     MixtureModel,
@@ -17,7 +17,7 @@ from dptext.generators.kps_models import (
     describe,
     neighbour_kernel,
 )
-from dptext.generators.kps_select import candidate_correct, embedded, presence_matrix
+from dptext.generators.kps.selection import candidate_correct, embedded, presence_matrix
 from dptext.kde.histogram import (
     ReleasedHistogram,
     class_term_counts,
@@ -323,7 +323,7 @@ def test_holdout_selection_composes_in_parallel():
         assert any("held-out fold" in line for line in seeder.summary_lines())
     with pytest.raises(ValueError, match="total epsilon"):
         _seeder(epsilon=None, epsilon_vocab=2.0, epsilon_kde=6.0,
-                selection_split="shared")._validate()
+                selection_split="shared").validate()
 
 
 def test_shared_selection_counts_every_document():
@@ -367,10 +367,10 @@ def test_tiny_corpus_degrades_to_short_or_empty_sequences_without_noise_terms():
 
 def test_bad_model_options_rejected():
     with pytest.raises(ValueError, match="model"):
-        _seeder(model="forest")._validate()
+        _seeder(model="forest").validate()
     with pytest.raises(ValueError, match="select"):
-        _seeder(select="maybe")._validate()
+        _seeder(select="maybe").validate()
     with pytest.raises(ValueError, match="iterative"):
-        _seeder(model="histogram", method="iterative")._validate()
+        _seeder(model="histogram", method="iterative").validate()
     with pytest.raises(ValueError, match="mixture"):
-        _seeder(mixture=1.5)._validate()
+        _seeder(mixture=1.5).validate()

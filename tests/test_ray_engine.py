@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 import dptext
 from dptext.compute import RAY_ASSUMPTION, LocalEngine, map_sum, use_engine
 from dptext.corpus import read_corpus
-from dptext.generators.kps import DocumentTerms
+from dptext.generators.kps.releases import DocumentTerms
 from dptext.kde.histogram import ClassTermCounts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import corpus_sketch_sums, exact_sums

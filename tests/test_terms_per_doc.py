@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from dptext.corpus import Corpus
-from dptext.generators.kps import PER_STAGE_TERMS_PER_DOC, KeyphraseSeeder
+from dptext.generators.kps import KeyphraseSeeder
+from dptext.generators.kps.options import PER_STAGE_TERMS_PER_DOC
 from dptext.kde.terms_per_doc import (
     GRID,
     RESOLUTION,

@@ -41,7 +41,7 @@ def audit_vocabulary(noise: str = "laplace", epsilon: float | None = None, delta
     """``release_vocabulary`` on D and on D' = D + a document of 2·S new terms (the first S
     may count). Laplace: the clipped likelihood ratio over those S terms; Gaussian: the
     projection of the noisy histogram on them (its likelihood ratio)."""
-    from dptext.generators.kps import release_vocabulary
+    from dptext.generators.kps.releases import release_vocabulary
 
     started = time.perf_counter()
     if epsilon is None:
@@ -85,7 +85,7 @@ def audit_vocabulary(noise: str = "laplace", epsilon: float | None = None, delta
 # ------------------------------------------------------------------ label histogram
 def audit_label_counts(epsilon: float = 1.0, *, runs: int = 3000, confidence: float = 0.95,
                        broken: str = "none") -> AuditRow:
-    from dptext.generators.kps import KeyphraseSeeder
+    from dptext.generators.kps.releases import release_label_counts
 
     started = time.perf_counter()
     texts = tuple(f"t{i:03d}" for i in range(20))
@@ -93,16 +93,15 @@ def audit_label_counts(epsilon: float = 1.0, *, runs: int = 3000, confidence: fl
     copies = canary_copies(broken)
     d = Corpus(texts, labels)
     d_prime = Corpus((*texts, *["t001"] * copies), (*labels, *["a"] * copies))
-    seeder = KeyphraseSeeder(epsilon_labels=epsilon)
     samples: dict[str, list[float]] = {"D": [], "D'": []}
     with broken_noise(broken):
         for name, corpus in (("D", d), ("D'", d_prime)):
             for _ in range(runs):
-                seeder.ledger_ = PrivacyLedger()
+                ledger = PrivacyLedger()
                 with observe_releases() as seen:
-                    seeder._release_label_counts(corpus, ["a", "b"])
+                    release_label_counts(corpus, ["a", "b"], epsilon, ledger)
                 samples[name].append(float(seen[0][2][0]))
-    claimed = seeder.ledger_.guarantee()
+    claimed = ledger.guarantee()
     return audit_statistics("label histogram (Laplace)",
                             [(np.array(samples["D"]), np.array(samples["D'"]),
                               "noisy count of the adversary's class")],

@@ -73,12 +73,8 @@ def keyphrases(
 
     with o.user_errors(), use_engine(engine, ray_address):
         from dptext.generators.kps import KeyphraseSeeder
-        from dptext.generators.kps_generator import (
-            check_seeder,
-            fit_seeder,
-            made_releases,
-            seeder_parameters,
-        )
+        from dptext.generators.kps.generator import check_seeder, fit_seeder, seeder_parameters
+        from dptext.privacy import PrivacyLedger
         from dptext.privacy.budget import settle_run
         from dptext.run import budget as run_budget
 
@@ -106,15 +102,17 @@ def keyphrases(
             corpus, run_budget.BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
             seeder.planned_releases(corpus.labels is not None), command="keyphrases",
             parameters=seeder_parameters(seeder), input=input, say=say)
+        ledger = PrivacyLedger()  # every release of the fit, as it is made
         try:
             # the stage only, no elapsed time: the fit's time grows with the corpus's size
             with console.status("fitting DP-KPS") as status:
                 rng = fit_seeder(seeder, corpus, seed=seed, say=say,
-                                 progress=lambda msg: status.update(f"DP-KPS: {msg}"))
+                                 progress=lambda msg: status.update(f"DP-KPS: {msg}"),
+                                 ledger=ledger)
         except Exception:
-            run_budget.settle_failed(budget, run_id, made_releases(seeder), say)
+            run_budget.settle_failed(budget, run_id, ledger.releases, say)
             raise
-        settle_run(budget, run_id, seeder.ledger_.releases)
+        settle_run(budget, run_id, ledger.releases)
         if sequences_per_class is None and total_sequences is None:
             sequences_per_class = 1000
         started = time.perf_counter()
@@ -122,7 +120,7 @@ def keyphrases(
         n = write_jsonl((s.to_dict() for s in seqs), o.ensure_parent(out))
         console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
         notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
-        report = build_report(seeder.ledger_, command="keyphrases",
+        report = build_report(ledger, command="keyphrases",
                               parameters=seeder_parameters(seeder), notes=notes, budget=budget)
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -204,7 +204,7 @@ DatasetId = Annotated[str | None, typer.Option(
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
                    epsilon_kde: float | None) -> dict:
     """Seeder budget arguments from the CLI's three ε options."""
-    from dptext.generators.kps_generator import stage_epsilons as seeder_epsilons
+    from dptext.generators.kps.generator import stage_epsilons as seeder_epsilons
 
     try:
         return seeder_epsilons(epsilon, epsilon_vocab, epsilon_kde)

@@ -8,7 +8,7 @@ import importlib
 from typing import Any
 
 GENERATORS: dict[str, str] = {
-    "kps": "dptext.generators.kps_generator:KPSGenerator",
+    "kps": "dptext.generators.kps.generator:KPSGenerator",
     "augpe": "dptext.generators.augpe.generator:AugPEGenerator",
     "pate": "dptext.generators.pate.run:PateGenerator",
     "dpft": "dptext.generators.dpft.run:DPFTGenerator",

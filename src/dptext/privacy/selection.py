@@ -41,7 +41,7 @@ dp.enable_features("contrib")
 SELECTION_MECHANISM = "report-noisy-max"
 FIT_FOLD, VALIDATION_FOLD = "fit", "validation"
 # the share of the reference candidate's errors another must remove to be chosen (DP-KPS's
-# default; measured on development splits of the training documents: kps_select.py)
+# default; measured on development splits of the training documents: generators/kps/selection.py)
 SELECTION_MARGIN = 0.1
 
 

@@ -240,7 +240,7 @@ class _Evolution:
             return None
         words = self.state.vocabulary()
         if words is None:
-            from dptext.generators.kps import release_vocabulary
+            from dptext.generators.kps.releases import release_vocabulary
             from dptext.text.vocabulary import load_vocabulary
 
             self.say("releasing the DP vocabulary Ṽ")

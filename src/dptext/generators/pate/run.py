@@ -244,7 +244,8 @@ class PateGenerator(BaseGenerator):
 
     def _vocabulary(self, texts: list[str], spec: NoiseSpec, ledger: PrivacyLedger):
         """DP-KPS's vocabulary release (the same function and noise floor)."""
-        from dptext.generators.kps import KeyphraseSeeder, release_vocabulary
+        from dptext.generators.kps import KeyphraseSeeder
+        from dptext.generators.kps.releases import release_vocabulary
         from dptext.text.vocabulary import load_vocabulary
 
         cfg = self.config

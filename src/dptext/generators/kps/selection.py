@@ -34,7 +34,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from scipy import sparse
 
-from dptext.generators.kps_models import KeyphraseModel, describe
+from dptext.generators.kps.models import KeyphraseModel, describe
 from dptext.kde.sampler import SamplingStats
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.selection import VALIDATION_FOLD, margin_scores, select_noisy_max

@@ -5,7 +5,6 @@ few-shot examples."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +20,9 @@ from dptext.generators.base import (
     RunContext,
     check_resources,
 )
-from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
-from dptext.privacy import Release
+from dptext.generators.kps.sampling import KeyphraseSequence
+from dptext.generators.kps.seeder import KeyphraseSeeder
+from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.labels import LABEL_SET_NOTE
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
@@ -68,23 +68,17 @@ def check_seeder(seeder: KeyphraseSeeder) -> None:
     check_resources(vocab=seeder.vocab_spec(), embedder=seeder.embedder)
 
 
-def made_releases(seeder: KeyphraseSeeder) -> list[Release]:
-    """The releases a seeder has made so far (all of them once fitted; after a failed fit,
-    those made before the failure)."""
-    ledger = getattr(seeder, "ledger_", None)
-    return list(ledger.releases) if ledger is not None else []
-
-
 def fit_seeder(seeder: KeyphraseSeeder, corpus: Corpus, *, seed: int | None,
                say: Callable[[str], None],
-               progress: Callable[[str], None] | None = None) -> np.random.Generator:
-    """Fit ``seeder`` (every DP-KPS release); returns the public rng the sequences are
-    drawn with."""
+               progress: Callable[[str], None] | None = None,
+               ledger: PrivacyLedger | None = None) -> np.random.Generator:
+    """Fit ``seeder`` (every DP-KPS release, recorded in ``ledger``: the run's, or None for
+    one of the fit's own); returns the public rng the sequences are drawn with."""
     rng = np.random.default_rng(seed)
-    started = time.perf_counter()
-    seeder.fit(corpus, rng=rng, progress=progress)
+    seeder.fit(corpus, rng=rng, progress=progress, ledger=ledger)
     n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)
-    say(f"DP-KPS fitted in {time.perf_counter() - started:.1f} s: "
+    # released values only; no fit time (it grows with the private corpus's size)
+    say(f"DP-KPS fitted: "
         f"{len(seeder.released_vocabulary_)} released terms; "
         f"{n_classes} {'class' if n_classes == 1 else 'classes'}"
         + (f", {n_sketches} {'sketch' if n_sketches == 1 else 'sketches'} each"
@@ -149,31 +143,20 @@ class KPSGenerator(BaseGenerator):
         self._prompting()  # everything the LLM will see is checked before any release
 
     def check(self, corpus: Corpus) -> None:
-        """Refuse few-shot examples that are (parts of) private documents."""
-        def norm(s: str) -> str:
-            return " ".join(s.lower().split())
-
-        private = [norm(t) for t in corpus.texts]
-        for i, ex in enumerate(self._prompting()[1], 1):
-            e = norm(ex.text)
-            if len(e) >= 40 and any(e in p for p in private):
-                raise ValueError(f"few-shot example {i} appears in the private corpus; "
-                                 "few-shot examples must be public documents, never private "
-                                 "records")
+        """Nothing is checked against the private corpus here: few-shot examples must be
+        public (``FEW_SHOT_NOTE``), and comparing them with the corpus would tell whoever
+        supplies them whether a text is in it (a membership test outside any release)."""
 
     # ------------------------------------------------------------------ the run
     def plan(self, info: CorpusInfo) -> list[Release]:
         return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled)
 
     def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
-        started = time.perf_counter()
         seeder = KeyphraseSeeder(**self.seeder_params())
-        try:
-            rng = fit_seeder(seeder, corpus, seed=ctx.seed, say=ctx.say,
-                             progress=lambda msg: ctx.say(
-                                 f"  DP-KPS: {msg} ({time.perf_counter() - started:.0f} s)"))
-        finally:  # every release made, a failed fit's too (the engine settles to them)
-            ctx.ledger.releases.extend(made_releases(seeder))
+        # the stages, without elapsed times (they grow with the private corpus's size);
+        # every release goes into the run's ledger as it is made, a failed fit's too
+        rng = fit_seeder(seeder, corpus, seed=ctx.seed, say=ctx.say,
+                         progress=lambda msg: ctx.say(f"  DP-KPS: {msg}"), ledger=ctx.ledger)
         per_class = self.per_class
         if per_class is None and self.documents is None:
             per_class = 100

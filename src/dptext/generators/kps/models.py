@@ -1,12 +1,12 @@
 """Keyphrase models: how released statistics become per-class term distributions.
 
 The DP-KPS engine makes at most two releases on the private corpus (see
-``generators/kps.py``): the per-class term histogram (``kde/histogram.py``) and the
+``generators/kps/``): the per-class term histogram (``kde/histogram.py``) and the
 per-class RFF KDE sketches (``kde/sketch.py``). A *model* is pure post-processing of
 those releases: it turns them into sampling weights over the released vocabulary Ṽ
 for each class and draws keyphrase sequences from them, at no privacy cost. So many
 models (and parameters) can be built from the same releases and one chosen privately
-(``generators/kps_select.py``) without paying for each.
+(``generators/kps/selection.py``) without paying for each.
 
 * ``kde`` — the paper's RFF KDE: clipped unigram scores of the class's sketch on the
   contrastive candidate set (or, with ``method="iterative"``, scored against each

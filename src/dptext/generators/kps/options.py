@@ -1,0 +1,170 @@
+"""DP-KPS's options: every public parameter of a ``KeyphraseSeeder`` and their checks.
+
+The defaults here are the one source of the CLI's and the API's DP-KPS defaults
+(``cli/options.py`` reads them). Defaults were chosen by measurement on BBC News
+(docs/method.md, and ``benchmarks/bench_keyphrase_utility.py`` in docs/benchmarks.md);
+the paper's own setting is ``vocab_noise="laplace", kde_noise="laplace",
+terms_per_doc=10, sampling="proportional", vocab_noise_terms=inf, features=1000``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dptext.generators.kps.models import MODELS
+from dptext.kde.sampler import SAMPLING
+from dptext.kde.sketch import ENSEMBLES
+from dptext.privacy import NOISE_KINDS
+from dptext.privacy.selection import SELECTION_MARGIN
+
+METHODS = ("independent", "iterative")
+PER_STAGE_TERMS_PER_DOC = 80  # S under per-stage budgets (no share of a total ε to choose it)
+SELECT = ("auto", "none")
+SELECTION_SPLITS = ("auto", "shared", "holdout")
+
+
+@dataclass
+class SeederOptions:
+    """The public parameters of DP-KPS (all of them may be shown and stored)."""
+
+    vocab: Any = "auto"  # a spec or a PublicVocabulary; auto: AUTO_VOCAB by model
+    embedder: Any = "minilm"
+    epsilon_vocab: float | None = 1.0
+    epsilon_kde: float | None = 5.0
+    delta: float = 1e-5
+    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    vocab_share: float = 0.5
+    vocab_noise: str = "gaussian"
+    kde_noise: str = "gaussian"
+    terms_per_doc: int | str = "auto"  # S; auto: chosen privately (kde/terms_per_doc.py)
+    terms_share: float = 0.05  # of a total epsilon, for choosing S (terms_per_doc="auto")
+    vocab_size: int = 1000
+    vocab_noise_terms: float = 10.0
+    method: str = "independent"
+    ensemble: str = "log"
+    length: int = 10
+    features: int = 4000
+    bandwidth: float = 1.0
+    sampling: str = "contrastive"
+    contrastive_keep: float = 0.1
+    max_terms_per_doc: int | None = None  # None: the sequence length L
+    windows_per_doc: int = 8
+    labels: tuple[str, ...] | None = None
+    epsilon_labels: float = 0.0
+    label_set_share: float = 0.1  # of a total epsilon, for the DP label set (undeclared labels)
+    epsilon_label_set: float = 1.0  # the label set's ε with per-stage epsilon_vocab/epsilon_kde
+    cache_dir: Any = None
+    model: str = "auto"  # auto, kde, histogram, smoothed, hybrid (kps/models.py)
+    select: str = "auto"  # auto: choose model and parameters privately; none: as given
+    mixture: float = 0.5  # the hybrid's histogram weight λ (select="none")
+    histogram_power: float = 1.0  # purity exponent p of the histogram weights (select="none")
+    smoothing: float = 0.7  # the smoothed histogram's kernel bandwidth (select="none")
+    # documents the selection scores (a keyed-hash sample); None: half of them for a
+    # shared selection (the releases count them anyway), a tenth for a holdout fold
+    validation_share: float | None = None
+    selection_split: str = "auto"  # shared, holdout; auto: shared with a total ε (below)
+    selection_share: float = 0.05  # of a total epsilon, for a shared selection
+    # the share of the first candidate's errors another must remove to be chosen
+    # (privacy.selection.margin_scores)
+    selection_margin: float = SELECTION_MARGIN
+    histogram_terms: int = 5000  # most kept histogram columns in Ṽ
+    selection_sequences: int = 200  # sequences per class per candidate, to score it
+
+    def validate(self) -> None:
+        """Refuse options out of range, before any release (plain ValueErrors)."""
+        def number(value) -> bool:  # a real number, not a bool or a string
+            return isinstance(value, int | float) and not isinstance(value, bool) \
+                and not math.isnan(value)
+
+        def positive(name: str, value: float) -> None:
+            if not (number(value) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+        if self.epsilon is None:
+            positive("epsilon_vocab", self.epsilon_vocab)
+            positive("epsilon_kde", self.epsilon_kde)
+        else:
+            positive("epsilon", self.epsilon)
+            if not 0 < self.vocab_share < 1:
+                raise ValueError(f"vocab_share must be in (0, 1), got {self.vocab_share!r}")
+        positive("bandwidth", self.bandwidth)
+        if not (number(self.epsilon_labels) and math.isfinite(self.epsilon_labels)
+                and self.epsilon_labels >= 0):
+            raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
+        positive("epsilon_label_set", self.epsilon_label_set)
+        if not (number(self.label_set_share) and 0 < self.label_set_share < 1):
+            raise ValueError(f"label_set_share must be in (0, 1), got {self.label_set_share!r}")
+        if self.epsilon is not None and self.epsilon_labels >= self.epsilon:
+            raise ValueError(f"epsilon_labels ({self.epsilon_labels:g}) must be less than the "
+                             f"total epsilon ({self.epsilon:g}), which includes it")
+        if self.labels is not None and not (
+                isinstance(self.labels, tuple | list) and self.labels
+                and all(isinstance(x, str) for x in self.labels)):
+            raise ValueError("labels must be a non-empty sequence of label names, or None")
+        if self.terms_per_doc != "auto" and not (
+                isinstance(self.terms_per_doc, int) and not isinstance(self.terms_per_doc, bool)
+                and self.terms_per_doc >= 1):
+            raise ValueError(f"terms_per_doc must be a positive integer or 'auto', got "
+                             f"{self.terms_per_doc!r}")
+        if not (number(self.terms_share) and 0 < self.terms_share < 1):
+            raise ValueError(f"terms_share must be in (0, 1), got {self.terms_share!r}")
+        for name in ("vocab_size", "length", "features", "windows_per_doc"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        for name, value, choices in (("vocab_noise", self.vocab_noise, NOISE_KINDS),
+                                     ("kde_noise", self.kde_noise, NOISE_KINDS),
+                                     ("method", self.method, METHODS),
+                                     ("ensemble", self.ensemble, ENSEMBLES),
+                                     ("sampling", self.sampling, SAMPLING)):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if self.max_terms_per_doc is not None and not (
+                isinstance(self.max_terms_per_doc, int)
+                and not isinstance(self.max_terms_per_doc, bool) and self.max_terms_per_doc >= 1):
+            raise ValueError("max_terms_per_doc must be a positive integer or None")
+        if not (number(self.vocab_noise_terms) and self.vocab_noise_terms >= 0):
+            raise ValueError("vocab_noise_terms must be a number >= 0 (inf: plain top-N)")
+        if not (number(self.contrastive_keep) and 0 < self.contrastive_keep <= 1):
+            raise ValueError("contrastive_keep must be in (0, 1]")
+        for name, value, choices in (("model", self.model, MODELS),
+                                     ("select", self.select, SELECT)):
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        if not (number(self.histogram_power) and 0 <= self.histogram_power <= 10):
+            raise ValueError(f"histogram_power must be in [0, 10], got {self.histogram_power!r}")
+        positive("smoothing", self.smoothing)
+        if not (number(self.mixture) and 0 <= self.mixture <= 1):
+            raise ValueError(f"mixture must be in [0, 1], got {self.mixture!r}")
+        if self.validation_share is not None and not (
+                number(self.validation_share) and 0 < self.validation_share <= 0.5):
+            raise ValueError(f"validation_share must be None or in (0, 0.5], got "
+                             f"{self.validation_share!r}")
+        if not (number(self.selection_margin) and 0 <= self.selection_margin <= 0.5):
+            raise ValueError(f"selection_margin must be in [0, 0.5], got "
+                             f"{self.selection_margin!r}")
+        if self.selection_split not in SELECTION_SPLITS:
+            raise ValueError(f"selection_split must be one of {', '.join(SELECTION_SPLITS)}; "
+                             f"got {self.selection_split!r}")
+        if self.selection_split == "shared" and self.epsilon is None:
+            raise ValueError("selection_split='shared' pays a share of a total epsilon; give "
+                             "epsilon (or use 'holdout' with per-stage budgets)")
+        if not (number(self.selection_share) and 0 < self.selection_share < 1):
+            raise ValueError(f"selection_share must be in (0, 1), got {self.selection_share!r}")
+        for name in ("histogram_terms", "selection_sequences"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.model in ("histogram", "smoothed", "hybrid") and self.method != "independent":
+            raise ValueError(f"model={self.model!r} samples independently; method="
+                             f"'iterative' needs model='kde' (or 'auto')")
+        if "gaussian" in (self.vocab_noise, self.kde_noise) and not (
+                number(self.delta) and 0 < self.delta < 1):
+            raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
+
+    def given_terms_per_doc(self) -> int:
+        """S when none is chosen privately: as given; with "auto" under per-stage budgets
+        (the paper's interface: each stage exactly its own ε) ``PER_STAGE_TERMS_PER_DOC``."""
+        return PER_STAGE_TERMS_PER_DOC if self.terms_per_doc == "auto" else self.terms_per_doc

@@ -1,0 +1,61 @@
+"""Drawing DP keyphrase sequences from a fitted model: post-processing of the releases,
+at no privacy cost however often it is called."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dptext.kde.sampler import SamplingStats
+
+
+@dataclass(frozen=True)
+class KeyphraseSequence:
+    """One DP keyphrase sequence and the class it was drawn for."""
+
+    label: str | None
+    keyphrases: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "keyphrases": list(self.keyphrases)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KeyphraseSequence:
+        return cls(label=d.get("label"), keyphrases=tuple(d["keyphrases"]))
+
+
+def class_sizes(labels: list, counts: dict | None, n_per_class: int | None = None,
+                total: int | None = None) -> dict:
+    """How many sequences to draw per class: equal, or ``total`` in proportion to the DP
+    counts (``counts``; None: equal shares)."""
+    if (n_per_class is None) == (total is None):
+        raise ValueError("give exactly one of n_per_class or total")
+    if n_per_class is not None:
+        return dict.fromkeys(labels, int(n_per_class))
+    if not labels:
+        return {}
+    if counts is None:
+        return {c: total // len(labels) + (i < total % len(labels))
+                for i, c in enumerate(labels)}
+    weights = np.array([max(counts.get(c, 0.0), 0.0) for c in labels]) + 1e-9
+    raw = total * weights / weights.sum()
+    sizes = np.floor(raw).astype(int)
+    sizes[np.argsort(-(raw - sizes))[: total - sizes.sum()]] += 1
+    return dict(zip(labels, sizes.tolist(), strict=True))
+
+
+def draw_sequences(model, vocabulary: tuple[str, ...], sizes: dict, length: int,
+                   rng: np.random.Generator, stats: SamplingStats) -> list[KeyphraseSequence]:
+    """``sizes[label]`` sequences of at most ``length`` terms of ``vocabulary`` per class."""
+    out: list[KeyphraseSequence] = []
+    vocab = np.asarray(vocabulary, dtype=object)
+    for label, n in sizes.items():
+        if n <= 0:
+            continue
+        pos = model.sample(label, n, length, rng, stats)
+        terms = vocab[np.maximum(pos, 0)] if len(vocab) else np.full(pos.shape, "", object)
+        for row, valid in zip(terms, pos >= 0, strict=True):
+            out.append(KeyphraseSequence(label, tuple(row[valid].tolist())))
+    return out
