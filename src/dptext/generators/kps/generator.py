@@ -18,6 +18,7 @@ from dptext.generators.base import (
     CorpusInfo,
     Documents,
     RunContext,
+    check_declared_labels,
     check_resources,
 )
 from dptext.generators.kps.sampling import KeyphraseSequence
@@ -143,9 +144,11 @@ class KPSGenerator(BaseGenerator):
         self._prompting()  # everything the LLM will see is checked before any release
 
     def check(self, corpus: Corpus) -> None:
-        """Nothing is checked against the private corpus here: few-shot examples must be
-        public (``FEW_SHOT_NOTE``), and comparing them with the corpus would tell whoever
-        supplies them whether a text is in it (a membership test outside any release)."""
+        """Before the charge: declared labels must cover the data. Few-shot examples are
+        not checked against the corpus: they must be public (``FEW_SHOT_NOTE``), and
+        comparing them with it would tell whoever supplies them whether a text is in it (a
+        membership test outside any release)."""
+        check_declared_labels(corpus, self.labels)
 
     # ------------------------------------------------------------------ the run
     def plan(self, info: CorpusInfo) -> list[Release]:
