@@ -19,6 +19,7 @@ from dptext.audits.kps import (
     audit_label_counts,
     audit_vocabulary,
 )
+from dptext.audits.kps_default import audit_dpkps_default
 from dptext.audits.labels import audit_label_set
 from dptext.audits.models import audit_histogram, audit_selection, audit_terms_per_doc
 from dptext.audits.pate import audit_pate, audit_pate_tutor
@@ -42,6 +43,8 @@ REGISTRY: dict[str, Audit] = {
         "independent", runs=n(1500), confidence=c, broken=b),
     "dpkps-iterative": lambda n, c, b: audit_dpkps_defaults(
         "iterative", runs=n(1500), confidence=c, broken=b),
+    # the CLI's DP-KPS fit, every stage (label set, S, histogram, selection) composed
+    "dpkps-default": lambda n, c, b: audit_dpkps_default(runs=n(800), confidence=c, broken=b),
     "histogram": lambda n, c, b: audit_histogram(runs=n(5000), confidence=c, broken=b),
     "selection": lambda n, c, b: audit_selection(runs=n(10_000), confidence=c, broken=b),
     "terms-per-doc": lambda n, c, b: audit_terms_per_doc(runs=n(10_000), confidence=c,
