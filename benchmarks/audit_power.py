@@ -2,11 +2,16 @@
 often an honest row is (wrongly) refuted, over repeated runs with fresh noise.
 
     python benchmarks/audit_power.py --repeats 5 [--only dpkps-independent,augpe]
-        [--variants none,half-noise] [--out F]
+        [--variants none,half-noise] [--out F] [--check]
 
 Prints a Markdown table (rows × variants: refuted / repeats, and the mean ε lower bound)
 for docs/reliability.md. One green run of a statistical test says little; the rates say
 how often the audit catches each mistake at the default sample sizes.
+
+``--repeats 1 --check`` is the full audit table as a pass/fail check (CI runs a subset:
+tests/test_audit.py): exit status 1 when an honest row is refuted (judged at 99.99 %,
+as a table of many rows would otherwise raise false alarms by design) or a negative
+control is not.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default=",".join(BROKEN_VARIANTS))
     ap.add_argument("--runs", type=float, default=1.0, help="sample-size multiplier")
     ap.add_argument("--out", help="write the raw rows as JSON here")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if an honest row is refuted or a broken one is not")
     args = ap.parse_args(argv)
     which = [s.strip() for s in args.only.split(",") if s.strip()]
     variants = [s.strip() for s in args.variants.split(",") if s.strip()]
@@ -38,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             rows = []
             for _ in range(args.repeats):
-                rows.append(run_audits([name], scale=args.runs, broken=variant)[0].to_dict())
+                confidence = 0.9999 if args.check and variant == "none" else 0.95
+                rows.append(run_audits([name], scale=args.runs, broken=variant,
+                                       confidence=confidence)[0].to_dict())
             results[name][variant] = rows
             print(f"{name:20s} {variant:11s} refuted {sum(r['violation'] for r in rows)}/"
                   f"{len(rows)}, mean ε lower bound "
@@ -60,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2)
+    wrong = [f"{name} ({variant})" for name in which for variant in variants
+             for r in results[name][variant] if r["violation"] != (variant != "none")]
+    if args.check and wrong:
+        print(f"failed: {', '.join(wrong)}", file=sys.stderr)
+        return 1
     return 0
 
 
