@@ -213,7 +213,9 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
     with broken_noise(broken), quiet():
         for name, corpus in (("D", d), ("D'", d_prime)):
             for _ in range(runs):
-                seeder = KeyphraseSeeder(**params).fit(corpus, rng=np.random.default_rng(seed))
+                # a made-up corpus: its releases are the audit's (no persistent budget)
+                seeder = KeyphraseSeeder(**params).fit(corpus, rng=np.random.default_rng(seed),
+                                                       ledger=PrivacyLedger())
                 seeder.sample(1, rng=np.random.default_rng(0))  # the pipeline runs to the end
                 kde_stat[name].append(sign * float(seeder.sketches_.sums["a"][0][0]))
                 rank_stat[name].append(-float(seeder.released_vocabulary_.index(canary)))
@@ -263,8 +265,8 @@ def audit_dpkps_defaults(method: str = "independent", epsilon: float = 2.0, delt
         for name, corpus in (("D", d), ("D'", d_prime)):
             for _ in range(runs):
                 with observe_releases() as seen:
-                    seeder = KeyphraseSeeder(**params).fit(corpus,
-                                                           rng=np.random.default_rng(seed))
+                    seeder = KeyphraseSeeder(**params).fit(
+                        corpus, rng=np.random.default_rng(seed), ledger=PrivacyLedger())
                 seeder.sample(1, rng=np.random.default_rng(0))  # the pipeline runs to the end
                 ledger = seeder.ledger_
                 sigma_vocab, sigma_kde = ledger.releases[0].noise_scale, \

@@ -73,8 +73,9 @@ def fit_seeder(seeder: KeyphraseSeeder, corpus: Corpus, *, seed: int | None,
                say: Callable[[str], None],
                progress: Callable[[str], None] | None = None,
                ledger: PrivacyLedger | None = None) -> np.random.Generator:
-    """Fit ``seeder`` (every DP-KPS release, recorded in ``ledger``: the run's, or None for
-    one of the fit's own); returns the public rng the sequences are drawn with."""
+    """Fit ``seeder`` (every DP-KPS release, recorded in ``ledger``: the run's, whose caller
+    charges the corpus; None: the fit charges the corpus's persistent budget itself);
+    returns the public rng the sequences are drawn with."""
     rng = np.random.default_rng(seed)
     seeder.fit(corpus, rng=rng, progress=progress, ledger=ledger)
     n_classes, n_sketches = len(seeder.sketches_.sums), len(seeder.sketches_.blocks)

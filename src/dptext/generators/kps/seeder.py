@@ -2,7 +2,8 @@
 
 ``KeyphraseSeeder.fit`` makes every release of private information, each through
 ``dptext.privacy`` and into the ledger it is given (``ledger_``), stage by stage as the
-options' plan lists them (``plan.py``, ``stages.py``):
+options' plan lists them (``plan.py``, ``stages.py``); given none, it first charges the
+plan to the corpus's persistent budget, as the run engine does (``fit``):
 
 0. unless ``labels`` declares the label set (public, free), the DP label set
    (``privacy.labels``: thresholded noisy label counts); documents whose label is
@@ -26,6 +27,7 @@ and no exact private count is kept, printed or branched on.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +43,10 @@ from dptext.generators.kps.stages import Fitting
 from dptext.kde.sampler import SamplingStats
 from dptext.kde.sketch import ReleasedSketches, ensemble_blocks
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release
+from dptext.privacy.budget import CorpusBudget, open_budget, settle_run
 from dptext.privacy.labels import ReleasedValues
+
+CHARGED_COMMAND = "python api: KeyphraseSeeder.fit"  # the run's name in the corpus's ledger
 
 
 @dataclass
@@ -95,9 +100,40 @@ class KeyphraseSeeder(SeederOptions):
 
     # ---------------------------------------------------------------- fitting
     def fit(self, corpus: Corpus, *, rng: np.random.Generator | None = None,
-            progress=None, ledger: PrivacyLedger | None = None) -> KeyphraseSeeder:
-        """Make all DP releases for ``corpus`` into ``ledger`` (the run's, whose cap then
-        applies to each; None: a ledger of this fit's own); see the module docstring."""
+            progress=None, ledger: PrivacyLedger | None = None,
+            budget: CorpusBudget | None = None,
+            allow_budget_overrun: bool = False) -> KeyphraseSeeder:
+        """Make all DP releases for ``corpus`` (see the module docstring).
+
+        Without ``ledger`` (the documented call) the whole plan is first charged to the
+        corpus's persistent budget (``budget``: that ledger; default ``open_budget(corpus)``),
+        refused when over its total unless ``allow_budget_overrun``, and settled to the
+        releases made once the fit ends — a failed fit's too — as the run engine does: no
+        release of this API is outside a persistent ledger. ``ledger``: the run's, from a
+        caller that charges the corpus itself (the engine, ``dptext keyphrases``) or whose
+        corpus is no one's (the audits' made-up ones); every release goes into it and its
+        cap applies to each."""
+        if ledger is not None:
+            return self._fit(corpus, rng, progress, ledger)
+        labelled = corpus.labels is not None
+        planned = self.planned_releases(labelled)  # checks the options before the charge
+        check_declared_labels(corpus, self.labels)
+        budget = budget if budget is not None else open_budget(corpus)
+        run_id = uuid.uuid4().hex
+        budget.commit(PrivacyLedger(releases=planned), command=CHARGED_COMMAND,
+                      parameters={"method": "kps", "epsilon": self.epsilon,
+                                  "epsilon_vocab": self.epsilon_vocab,
+                                  "epsilon_kde": self.epsilon_kde, "delta": self.delta},
+                      allow_overrun=allow_budget_overrun, run_id=run_id)
+        ledger = PrivacyLedger()
+        try:
+            self._fit(corpus, rng, progress, ledger)
+        finally:  # the releases made replace the plan (never costing more)
+            settle_run(budget, run_id, ledger.releases)
+        return self
+
+    def _fit(self, corpus: Corpus, rng: np.random.Generator | None, progress,
+             ledger: PrivacyLedger) -> KeyphraseSeeder:
         from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
         plan = self.plan(corpus.labels is not None)  # before any release: checks
@@ -111,7 +147,7 @@ class KeyphraseSeeder(SeederOptions):
             raise ValueError(f"vocab_size={self.vocab_size} exceeds the public vocabulary "
                              f"({len(vocab)} terms)")
         ensemble_blocks(self.method, self.length, self.ensemble)  # checked before releases
-        self.ledger_ = PrivacyLedger() if ledger is None else ledger
+        self.ledger_ = ledger
         self.label_counts_ = self.label_set_ = None
         self.terms_per_doc_ = self.given_terms_per_doc()
         labels = [None] if corpus.labels is None else list(self.labels or ())
