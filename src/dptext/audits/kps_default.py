@@ -11,7 +11,7 @@ composed by the run's ledger. What differs from a CLI run, and why:
 * D has one class, so the private model selection finds nothing to choose and makes no
   release (its share of ε stays unspent and out of the claim, which only tightens it):
   its scoring trains a classifier per candidate, 90 % of a two-class fit's time, and
-  the audit needs ~1,600 fits per variant. The selection has its own row (``selection``).
+  the audit needs ~2,000 fits per variant. The selection has its own row (``selection``).
 
 D' adds one adversarial document of class "a" holding more distinct vocabulary terms than
 the largest S, found in no other document. Whatever S is chosen, its first S terms move
@@ -19,9 +19,10 @@ S cells of the released histogram by one — the whole stated sensitivity √S �
 moves the label set's noisy count of "a" by one. The statistic is the Gaussian likelihood
 ratio of those two releases (``gaussian_llr``; S read from the run's released choice, σ
 from its ledger): the optimal test of the stages that carry nearly all the budget,
-against the ε the ledger composes over all of them. It runs at ε = 1, δ = 0.1: the
-calibration and composition code is the same at every (ε, δ), and at δ = 10⁻² the test
-needs about twice the fits. The ``half-noise`` control halves every stage's noise
+against the ε the ledger composes over all of them. It runs at ε = 1, δ = 0.2: the
+calibration and composition code is the same at every (ε, δ), and the tests need fewer
+fits at a large δ (at δ = 0.1 and 800 fits a side, half the noise was caught in 2 of 3
+runs). The ``half-noise`` control halves every stage's noise
 (mechanisms, label set, report-noisy-max); ``unbounded`` puts the adversarial document in
 D' twice.
 """
@@ -74,7 +75,7 @@ def _corpora(broken: str) -> tuple[PublicVocabulary, Corpus, Corpus, tuple[str, 
     return vocab, d, d_prime, adversary
 
 
-def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.1, *, runs: int = 800,
+def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int = 1000,
                         confidence: float = 0.95, broken: str = "none") -> AuditRow:
     """The CLI's DP-KPS fit (label set, S, histogram) on D and D' (above)."""
     from dptext.generators.kps import KeyphraseSeeder

@@ -44,7 +44,7 @@ REGISTRY: dict[str, Audit] = {
     "dpkps-iterative": lambda n, c, b: audit_dpkps_defaults(
         "iterative", runs=n(1500), confidence=c, broken=b),
     # the CLI's DP-KPS fit, every stage (label set, S, histogram, selection) composed
-    "dpkps-default": lambda n, c, b: audit_dpkps_default(runs=n(800), confidence=c, broken=b),
+    "dpkps-default": lambda n, c, b: audit_dpkps_default(runs=n(1000), confidence=c, broken=b),
     "histogram": lambda n, c, b: audit_histogram(runs=n(5000), confidence=c, broken=b),
     "selection": lambda n, c, b: audit_selection(runs=n(10_000), confidence=c, broken=b),
     "terms-per-doc": lambda n, c, b: audit_terms_per_doc(runs=n(10_000), confidence=c,
