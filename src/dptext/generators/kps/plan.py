@@ -141,8 +141,8 @@ def resolve(options, labelled: bool = True) -> Plan:
         selection_epsilon = specs["selection"].epsilon if "selection" in specs else 0.0
     else:  # a holdout fold holds other documents than the fit fold (parallel composition):
         # it may cost what the fit fold's releases add to those made on all documents (the
-        # label stages and S's choice), so the run's ε does not grow
-        on_all = [specs[s] for s in (LABEL_SET, "labels", "terms") if s in specs]
+        # label stages, S's choice and the form profile), so the run's ε does not grow
+        on_all = [specs[s] for s in (LABEL_SET, "labels", "terms", "form") if s in specs]
         selection_epsilon = composed_epsilon(on_all + list(model_specs.values())) \
             - composed_epsilon(on_all)
     plan = Plan(stages=(), candidates=candidates, specs=specs,
