@@ -210,6 +210,9 @@ def test_generate_with_form_end_to_end(tmp_path):
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
     names = [x["name"] for x in report["releases"]]
     assert FORM_NAME in names and report["guarantee"]["epsilon"] <= 8.0 + 1e-9
+    card = (tmp_path / "synthetic.release" / "README.md").read_text()
+    assert f"| {FORM_NAME} [class=fruit] | gaussian | L2 3.873 |" in card
+    assert any("DP form profile" in n for n in report["assumptions"])
     run = tmp_path / "synthetic.jsonl.run"
     state = json.loads((run / "state.json").read_text())
     seqs = state["fit"]["sequences"] if "fit" in state else state["sequences"]

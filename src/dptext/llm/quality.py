@@ -184,7 +184,7 @@ _SCAFFOLD = re.compile(
 
 
 def find_scaffolding(text: str) -> str | None:
-    """What makes ``text`` a form to fill in rather than a document: the first placeholder
+    """What makes ``text`` a form to fill in rather than a document: its first placeholder
     ("[Insert Date]") or labelled field ("**Title:**", "Headline:"), or None."""
-    m = _PLACEHOLDER.search(text) or _SCAFFOLD.search(text)
-    return m.group().strip() if m else None
+    found = [m for m in (_PLACEHOLDER.search(text), _SCAFFOLD.search(text)) if m]
+    return min(found, key=lambda m: m.start()).group().strip() if found else None
