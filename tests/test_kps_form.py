@@ -207,6 +207,7 @@ def test_generate_with_form_end_to_end(tmp_path):
                            [*args, "--form"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "placeholders or scaffolding 0 retried / 0 left" in said(r.output)
+    assert "form profile: per class, 15 public form features released" in said(r.output)
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
     names = [x["name"] for x in report["releases"]]
     assert FORM_NAME in names and report["guarantee"]["epsilon"] <= 8.0 + 1e-9
