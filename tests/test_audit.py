@@ -118,7 +118,7 @@ def test_cli_audit_bad_arguments():
 @pytest.mark.slow
 @pytest.mark.statistical
 def test_full_audit_table_and_negative_control():
-    # 18 rows each judged at 95 % confidence can raise a false alarm somewhere in the
+    # 19 rows each judged at 95 % confidence can raise a false alarm somewhere in the
     # table by design. A fresh-clone CI run flagged the honest DP-SGD row once; standalone
     # (11 runs) its ε lower bound was 1.0-1.4 against the claimed 2.0 and its hockey-stick
     # bound -0.07 to -0.03 against δ = 0.01 (cause of the one alarm not found). The honest

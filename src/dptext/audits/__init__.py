@@ -8,7 +8,8 @@ row also runs with a negative control (``broken``: ``half-noise``, or ``unbounde
 document counted twice, clipping off) that it must catch.
 
 These audits run generators, so they live above ``generators/`` (DESIGN.md), not in
-``evaluate/``: ``kps.py`` (DP-KPS's releases and its fit end to end), ``augpe.py``,
+``evaluate/``: ``kps.py`` (DP-KPS's releases and its fit end to end), ``form.py`` (its
+form profile), ``augpe.py``,
 ``pate.py`` and ``dpsgd.py``; ``registry.py`` is the table of rows.
 """
 

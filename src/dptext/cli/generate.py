@@ -88,6 +88,9 @@ def generate(
     label_set_share: o.LabelSetShare = o.D["label_set_share"],
     epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
     terms_share: o.TermsShare = o.D["terms_share"],
+    form: o.Form = o.D["form"],
+    form_share: o.FormShare = o.D["form_share"],
+    epsilon_form: o.EpsForm = o.D["epsilon_form"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Documents per class (default: the method's own; DP-KPS 100 when "
         "--total-sequences is not given).")] = None,
@@ -115,6 +118,9 @@ def generate(
                                      f"dpft); DP-KPS's sequence method is --sequence-method "
                                      f"{method}")
         declared = o.parse_labels(labels)
+        if form and method != "kps":
+            raise typer.BadParameter(f"--form is DP-KPS's form profile (--method kps); "
+                                     f"--method {method} has none")
         if method != "kps" and epsilon is None:
             raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")
         stages = o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde)
@@ -151,5 +157,7 @@ def generate(
         ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
         sampling=sampling, model=model, select=select, mixture=mixture,
         epsilon_labels=epsilon_labels, label_set_share=label_set_share,
-        epsilon_label_set=epsilon_label_set, terms_share=terms_share)
+        epsilon_label_set=epsilon_label_set, terms_share=terms_share,
+        # only with --form: without it the run's options are as before the form existed
+        **(dict(form=True, form_share=form_share, epsilon_form=epsilon_form) if form else {}))
     o.run_generator("kps", options, src, out, llm=llm, llm_options=llm_options, **run)

@@ -150,6 +150,17 @@ TermsShare = Annotated[float, typer.Option(
 EpsLabelSet = Annotated[float, typer.Option(
     help="ε of the DP label set when --labels is not given, with --epsilon-vocab/"
     "--epsilon-kde (on top of them).", rich_help_panel=SEEDER)]
+Form = Annotated[bool, typer.Option(
+    "--form/--no-form",
+    help="Release a DP form profile per class (length, shape, links, hashtags, tone: public "
+    "features, one Gaussian release charged to the run's ε) and state a form drawn from it "
+    "in each prompt. Off by default until benchmarked.", rich_help_panel=SEEDER)]
+FormShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent on the form profile (--form).",
+    rich_help_panel=SEEDER)]
+EpsForm = Annotated[float, typer.Option(
+    help="ε of the form profile (--form) with --epsilon-vocab/--epsilon-kde (on top of "
+    "them).", rich_help_panel=SEEDER)]
 Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
 
 LLM = "LLM"

@@ -30,6 +30,8 @@ FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data re
                  "are not part of the private corpus and are not covered by the guarantee.")
 LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and public "
             "few-shot examples: the documents are post-processing of the DP release.")
+FORM_NOTE = ("Each prompt also states a form (length, shape, links, tone) drawn from its "
+             "class's DP form profile (the 'form profile' release): post-processing too.")
 _PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
            "delta", "vocab_noise", "kde_noise", "terms_per_doc", "vocab_size", "method",
            "ensemble", "length", "features", "bandwidth", "sampling", "contrastive_keep",
@@ -37,6 +39,7 @@ _PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "voca
            "label_set_share", "epsilon_label_set", "vocab_noise_terms", "model", "select",
            "mixture", "validation_share", "terms_share", "selection_split", "selection_share",
            "selection_margin")
+_FORM = ("form", "form_share", "epsilon_form")  # listed only when the form is on
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
@@ -54,7 +57,7 @@ def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
 def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
     """The public parameters of a seeder, for the report (released choices only)."""
     out = {n: v if isinstance(v := getattr(seeder, n), str | int | float | tuple | type(None))
-           else str(v) for n in _PUBLIC}
+           else str(v) for n in _PUBLIC + (_FORM if seeder.form else ())}
     if getattr(seeder, "terms_per_doc_", 0):
         out["terms_per_doc_used"] = seeder.terms_per_doc_  # given, or privately chosen
     if getattr(seeder, "selection_", None):  # released choices only (no scores)
@@ -166,8 +169,13 @@ class KPSGenerator(BaseGenerator):
         seqs = seeder.sample(per_class, total=self.documents, rng=rng)
         ctx.say(f"drew {len(seqs)} DP keyphrase sequences")
         notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
-        return {"sequences": [s.to_dict() for s in seqs],
-                "parameters": seeder_parameters(seeder), "notes": notes}
+        state = {"sequences": [s.to_dict() for s in seqs],
+                 "parameters": seeder_parameters(seeder), "notes": notes}
+        if seeder.form_profile_ is not None:
+            ctx.say("drew a form for each sequence from its class's DP form profile")
+            notes.append(FORM_NOTE)
+            state["form_profile"] = seeder.form_profile_.to_dict()
+        return state
 
     def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
         from dptext.llm import (
