@@ -14,7 +14,9 @@ from dptext.cli import (  # noqa: F401  (register the commands)
     keyphrases,
     pate,
 )
-from dptext.cli.app import app
+from dptext.cli.app import app, reflow_help
+
+reflow_help(app)
 
 
 def main() -> None:

@@ -85,7 +85,9 @@ def evaluate(
              "guarantee: they read real data, the private corpus included. Without it the "
              "evaluation stays in --out, with you."),
 ) -> None:
-    """Is the synthetic corpus useful, private and fair? Writes metrics.json + report.html.
+    """Judge a synthetic corpus: utility, privacy, fairness.
+
+    Writes metrics.json and report.html.
 
     The figures read real data, so they stay in --out and are not printed (a terminal
     may be logged): read them in report.html.

@@ -22,14 +22,41 @@ DEFAULT_LLM = f"local:{DEFAULT_LOCAL_MODEL}"
 @app.command()
 def generate(
     input: o.InputPath,
-    out: o.Out,
+    text_column: o.TextColumn = "text",
+    label_column: o.LabelColumn = None,
+    labels: o.Labels = None,
+    format: o.Format = None,
+    skip_invalid: o.SkipInvalid = False,
+    out: o.Out = ...,
     method: Annotated[str, typer.Option(
         help="The generator: kps (DP-KPS, the flagship), augpe (the Aug-PE baseline; "
         "'dptext augpe' has all its options), pate (PATE-style augmentation; 'dptext pate') "
-        "or dpft (DP fine-tuning of a local LM; 'dptext dpft').", rich_help_panel=o.RUN)
+        "or dpft (DP fine-tuning of a local LM; 'dptext dpft').", rich_help_panel=o.OUTPUT)
     ] = "kps",
-    document_type: o.DocumentType = "document",
+    sequences_per_class: Annotated[int | None, typer.Option(
+        help="Documents per class (default: the method's own; DP-KPS 100 when "
+        "--total-sequences is not given).", rich_help_panel=o.OUTPUT)] = None,
+    total_sequences: Annotated[int | None, typer.Option(
+        help="Total documents, split equally or by the DP label histogram (--epsilon-labels).",
+        rich_help_panel=o.OUTPUT)] = None,
+    epsilon: o.Epsilon = None,
+    delta: o.Delta = o.D["delta"],
+    epsilon_vocab: o.EpsVocab = None,
+    epsilon_kde: o.EpsKde = None,
+    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
+    model: o.Model = o.D["model"],
+    select: o.Select = o.D["select"],
+    vocab: o.Vocab = o.D["vocab"],
+    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
+    vocab_size: o.VocabSize = o.D["vocab_size"],
+    sequence_method: o.SequenceMethod = o.D["method"],
+    length: o.Length = o.D["length"],
+    embedder: o.Embedder = o.D["embedder"],
     llm: o.Llm = DEFAULT_LLM,
+    document_type: o.DocumentType = "document",
+    max_tokens: Annotated[int | None, typer.Option(
+        help="Token limit per document (default: the method's own; DP-KPS 400, Aug-PE 160, "
+        "PATE 400).", rich_help_panel=o.LLM)] = None,
     prompt_template: Annotated[Path | None, typer.Option(
         help="User prompt template (text, or JSON with 'user'/'system'); placeholders "
         "{document_type} {keyphrases} {keyphrase_list} {n_keyphrases}.", rich_help_panel=o.LLM)
@@ -37,73 +64,49 @@ def generate(
     few_shot: Annotated[Path | None, typer.Option(
         help="PUBLIC example documents for few-shot prompting (.jsonl with text and optional "
         "keyphrases, or text separated by '---' lines).", rich_help_panel=o.LLM)] = None,
-    max_tokens: Annotated[int | None, typer.Option(
-        help="Token limit per document (default: the method's own; DP-KPS 400, Aug-PE 160, "
-        "PATE 400).", rich_help_panel=o.LLM)] = None,
-    temperature: o.Temperature = 0.8,
-    top_p: o.TopP = 0.95,
-    min_coverage: Annotated[float, typer.Option(
-        help="Retry a document (new sampling seed) when it contains fewer than this fraction "
-        "of its seed keyphrases; 0 = off.", rich_help_panel=o.LLM)] = 0.0,
-    max_attempts: Annotated[int, typer.Option(
-        help="Attempts per document with --min-coverage.", rich_help_panel=o.LLM)] = 3,
-    clean: Annotated[bool, typer.Option(
-        help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=o.LLM)] = True,
-    concurrency: o.Concurrency = 4,
-    max_retries: Annotated[int, typer.Option(
-        help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=o.RUN)] = 6,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.",
-                                           rich_help_panel=o.RUN)] = 300.0,
     resume: o.Resume = False,
     cache: o.Cache = True,
     progress: o.Progress = True,
-    text_column: o.TextColumn = "text",
-    label_column: o.LabelColumn = None,
-    format: o.Format = None,
-    encoding: o.Encoding = "utf-8",
-    skip_invalid: o.SkipInvalid = False,
-    labels: o.Labels = None,
-    vocab: o.Vocab = o.D["vocab"],
-    embedder: o.Embedder = o.D["embedder"],
-    epsilon_vocab: o.EpsVocab = None,
-    epsilon_kde: o.EpsKde = None,
-    epsilon: o.Epsilon = None,
-    vocab_share: o.VocabShare = o.D["vocab_share"],
-    delta: o.Delta = o.D["delta"],
-    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
-    kde_noise: o.KdeNoise = o.D["kde_noise"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
-    vocab_size: o.VocabSize = o.D["vocab_size"],
-    sequence_method: o.SequenceMethod = o.D["method"],
-    ensemble: o.Ensemble = o.D["ensemble"],
-    length: o.Length = o.D["length"],
-    features: o.Features = o.D["features"],
-    bandwidth: o.Bandwidth = o.D["bandwidth"],
-    sampling: o.Sampling = o.D["sampling"],
-    model: o.Model = o.D["model"],
-    select: o.Select = o.D["select"],
-    mixture: o.Mixture = o.D["mixture"],
-    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
-    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
-    label_set_share: o.LabelSetShare = o.D["label_set_share"],
-    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
-    terms_share: o.TermsShare = o.D["terms_share"],
-    sequences_per_class: Annotated[int | None, typer.Option(
-        help="Documents per class (default: the method's own; DP-KPS 100 when "
-        "--total-sequences is not given).")] = None,
-    total_sequences: Annotated[int | None, typer.Option(
-        help="Total documents, split equally or by the DP label histogram (--epsilon-labels)."
-    )] = None,
+    concurrency: o.Concurrency = 4,
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
     engine: o.Engine = "local",
     ray_address: o.RayAddress = None,
+    encoding: o.Encoding = "utf-8",
+    vocab_share: o.VocabShare = o.D["vocab_share"],
+    label_set_share: o.LabelSetShare = o.D["label_set_share"],
+    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
+    terms_share: o.TermsShare = o.D["terms_share"],
+    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
+    kde_noise: o.KdeNoise = o.D["kde_noise"],
+    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
+    ensemble: o.Ensemble = o.D["ensemble"],
+    features: o.Features = o.D["features"],
+    bandwidth: o.Bandwidth = o.D["bandwidth"],
+    sampling: o.Sampling = o.D["sampling"],
+    mixture: o.Mixture = o.D["mixture"],
+    temperature: o.Temperature = 0.8,
+    top_p: o.TopP = 0.95,
+    min_coverage: Annotated[float, typer.Option(
+        help="Retry a document (new sampling seed) when it contains fewer than this fraction "
+        "of its seed keyphrases; 0 = off.", rich_help_panel=o.ADVANCED)] = 0.0,
+    max_attempts: Annotated[int, typer.Option(
+        help="Attempts per document with --min-coverage.", rich_help_panel=o.ADVANCED)] = 3,
+    clean: Annotated[bool, typer.Option(
+        help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=o.ADVANCED)
+    ] = True,
+    max_retries: Annotated[int, typer.Option(
+        help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=o.ADVANCED)] = 6,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.",
+                                           rich_help_panel=o.ADVANCED)] = 300.0,
 ) -> None:
-    """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
-    (--method kps), or with another generator (--method augpe, pate or dpft; their own
-    commands have all their options)."""
+    """Write a DP synthetic corpus (DP-KPS, or another --method).
+
+    DP-KPS (--method kps): DP keyphrase sequences, then one LLM document each. Another
+    generator: --method augpe, pate or dpft; their own commands have all their options.
+    """
     src = o.source(input, text_column, label_column, format, encoding, skip_invalid)
     run = dict(resume=resume, budget_total=budget_total, dataset_id=dataset_id,
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,

@@ -15,52 +15,56 @@ from dptext.cli.app import app, console
 @app.command()
 def keyphrases(
     input: o.InputPath,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.")],
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
-    format: o.Format = None,
-    encoding: o.Encoding = "utf-8",
-    skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = o.D["vocab"],
-    embedder: o.Embedder = o.D["embedder"],
+    format: o.Format = None,
+    skip_invalid: o.SkipInvalid = False,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.",
+                                      rich_help_panel=o.OUTPUT)] = ...,
+    sequences_per_class: Annotated[int | None, typer.Option(
+        help="Sequences to draw per class (default 1000 when --total-sequences is not given).",
+        rich_help_panel=o.OUTPUT)] = None,
+    total_sequences: Annotated[int | None, typer.Option(
+        help="Total sequences, split equally or by the DP label histogram (--epsilon-labels).",
+        rich_help_panel=o.OUTPUT)] = None,
+    epsilon: o.Epsilon = None,
+    delta: o.Delta = o.D["delta"],
     epsilon_vocab: o.EpsVocab = None,
     epsilon_kde: o.EpsKde = None,
-    epsilon: o.Epsilon = None,
-    vocab_share: o.VocabShare = o.D["vocab_share"],
-    delta: o.Delta = o.D["delta"],
-    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
-    kde_noise: o.KdeNoise = o.D["kde_noise"],
+    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
+    model: o.Model = o.D["model"],
+    select: o.Select = o.D["select"],
+    vocab: o.Vocab = o.D["vocab"],
     terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
     vocab_size: o.VocabSize = o.D["vocab_size"],
     sequence_method: o.SequenceMethod = o.D["method"],
-    ensemble: o.Ensemble = o.D["ensemble"],
     length: o.Length = o.D["length"],
-    features: o.Features = o.D["features"],
-    bandwidth: o.Bandwidth = o.D["bandwidth"],
-    sampling: o.Sampling = o.D["sampling"],
-    model: o.Model = o.D["model"],
-    select: o.Select = o.D["select"],
-    mixture: o.Mixture = o.D["mixture"],
-    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
-    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
-    label_set_share: o.LabelSetShare = o.D["label_set_share"],
-    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
-    terms_share: o.TermsShare = o.D["terms_share"],
-    sequences_per_class: Annotated[int | None, typer.Option(
-        help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
-    ] = None,
-    total_sequences: Annotated[int | None, typer.Option(
-        help="Total sequences, split equally or by the DP label histogram (--epsilon-labels)."
-    )] = None,
+    embedder: o.Embedder = o.D["embedder"],
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
     engine: o.Engine = "local",
     ray_address: o.RayAddress = None,
+    encoding: o.Encoding = "utf-8",
+    vocab_share: o.VocabShare = o.D["vocab_share"],
+    label_set_share: o.LabelSetShare = o.D["label_set_share"],
+    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
+    terms_share: o.TermsShare = o.D["terms_share"],
+    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
+    kde_noise: o.KdeNoise = o.D["kde_noise"],
+    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
+    ensemble: o.Ensemble = o.D["ensemble"],
+    features: o.Features = o.D["features"],
+    bandwidth: o.Bandwidth = o.D["bandwidth"],
+    sampling: o.Sampling = o.D["sampling"],
+    mixture: o.Mixture = o.D["mixture"],
 ) -> None:
-    """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
+    """Fit DP-KPS and write DP keyphrase sequences (JSONL).
+
+    One JSON line per sequence, and the run's privacy report beside them.
+    """
     from dptext.compute import use_engine
     from dptext.corpus import read_corpus, write_jsonl
     from dptext.reporting import (
