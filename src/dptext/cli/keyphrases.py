@@ -124,7 +124,7 @@ def keyphrases(
         n = write_jsonl((s.to_dict() for s in seqs), o.ensure_parent(out))
         console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
         notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
-        report = build_report(ledger, command="keyphrases",
-                              parameters=seeder_parameters(seeder), notes=notes, budget=budget)
+        report = build_report(ledger, command="keyphrases", notes=notes, budget=budget,
+                              parameters=seeder_parameters(seeder, corpus.labels is not None))
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")
