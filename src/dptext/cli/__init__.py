@@ -14,9 +14,10 @@ from dptext.cli import (  # noqa: F401  (register the commands)
     keyphrases,
     pate,
 )
-from dptext.cli.app import app, reflow_help
+from dptext.cli.app import app
+from dptext.cli.layout import tidy_help
 
-reflow_help(app)
+tidy_help(app)
 
 
 def main() -> None:

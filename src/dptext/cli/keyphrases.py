@@ -13,53 +13,30 @@ from dptext.cli.app import app, console
 
 
 @app.command()
+@o.seeder_options
 def keyphrases(
     input: o.InputPath,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.",
+                                      rich_help_panel=o.OUTPUT)],
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
-    labels: o.Labels = None,
     format: o.Format = None,
+    encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.",
-                                      rich_help_panel=o.OUTPUT)] = ...,
+    labels: o.Labels = None,
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Sequences to draw per class (default 1000 when --total-sequences is not given).",
         rich_help_panel=o.OUTPUT)] = None,
     total_sequences: Annotated[int | None, typer.Option(
         help="Total sequences, split equally or by the DP label histogram (--epsilon-labels).",
         rich_help_panel=o.OUTPUT)] = None,
-    epsilon: o.Epsilon = None,
-    delta: o.Delta = o.D["delta"],
-    epsilon_vocab: o.EpsVocab = None,
-    epsilon_kde: o.EpsKde = None,
-    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
-    model: o.Model = o.D["model"],
-    select: o.Select = o.D["select"],
-    vocab: o.Vocab = o.D["vocab"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
-    vocab_size: o.VocabSize = o.D["vocab_size"],
-    sequence_method: o.SequenceMethod = o.D["method"],
-    length: o.Length = o.D["length"],
-    embedder: o.Embedder = o.D["embedder"],
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
     engine: o.Engine = "local",
     ray_address: o.RayAddress = None,
-    encoding: o.Encoding = "utf-8",
-    vocab_share: o.VocabShare = o.D["vocab_share"],
-    label_set_share: o.LabelSetShare = o.D["label_set_share"],
-    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
-    terms_share: o.TermsShare = o.D["terms_share"],
-    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
-    kde_noise: o.KdeNoise = o.D["kde_noise"],
-    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
-    ensemble: o.Ensemble = o.D["ensemble"],
-    features: o.Features = o.D["features"],
-    bandwidth: o.Bandwidth = o.D["bandwidth"],
-    sampling: o.Sampling = o.D["sampling"],
-    mixture: o.Mixture = o.D["mixture"],
+    kps: dict | None = None,
 ) -> None:
     """Fit DP-KPS and write DP keyphrase sequences (JSONL).
 
@@ -83,16 +60,7 @@ def keyphrases(
         from dptext.run import budget as run_budget
 
         declared = o.parse_labels(labels)
-        params = dict(
-            vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
-            **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
-            vocab_noise=vocab_noise, kde_noise=kde_noise,
-            terms_per_doc=terms_per_doc, vocab_size=vocab_size,
-            vocab_noise_terms=vocab_noise_terms, method=sequence_method,
-            ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
-            sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
-            label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
-            terms_share=terms_share, model=model, select=select, mixture=mixture)
+        params = dict(**o.seeder_kwargs(kps), labels=declared)
         seeder = KeyphraseSeeder(**params)
         check_seeder(seeder)  # a bad option or name is refused before anything is charged
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,

@@ -7,6 +7,8 @@ the same flags with the same help and defaults (those of ``KeyphraseSeeder``).
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +30,7 @@ RUN = "Run"
 BUDGET = "Budget across runs"
 SCALE = "Scale-out"
 ADVANCED = "Advanced"
+PANELS = (None, INPUT, OUTPUT, PRIVACY, SEEDER, LLM, RUN, BUDGET, SCALE, ADVANCED)
 
 
 def _seeder_defaults() -> dict:
@@ -210,6 +213,50 @@ DatasetId = Annotated[str | None, typer.Option(
     help="Name of the dataset whose budget this run spends: one ledger for every version "
     "of the corpus (default: dataset_id or \\[datasets] in config.toml, else a ledger per "
     "exact content).", rich_help_panel=BUDGET)]
+
+
+#: the DP-KPS options of ``keyphrases`` and ``generate``, declared once (``seeder_options``);
+#: defaults KeyphraseSeeder's (``--sequence-method`` is its ``method``), but no ε: which of
+#: --epsilon and --epsilon-vocab/--epsilon-kde is given decides the budget's form
+SEEDER_OPTIONS = {
+    "epsilon": Epsilon, "delta": Delta, "epsilon_vocab": EpsVocab, "epsilon_kde": EpsKde,
+    "epsilon_labels": EpsLabels, "model": Model, "select": Select, "vocab": Vocab,
+    "terms_per_doc": TermsPerDoc, "vocab_size": VocabSize, "sequence_method": SequenceMethod,
+    "length": Length, "embedder": Embedder, "vocab_share": VocabShare,
+    "label_set_share": LabelSetShare, "epsilon_label_set": EpsLabelSet,
+    "terms_share": TermsShare, "vocab_noise": VocabNoise, "kde_noise": KdeNoise,
+    "vocab_noise_terms": VocabNoiseTerms, "ensemble": Ensemble, "features": Features,
+    "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture}
+_NO_DEFAULT = ("epsilon", "epsilon_vocab", "epsilon_kde")
+_FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
+
+
+def seeder_options(command):
+    """Declare ``SEEDER_OPTIONS`` on ``command``, which receives their values as one dict,
+    ``kps`` (``seeder_kwargs`` makes KeyphraseSeeder's arguments of it)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = inspect.signature(command, eval_str=True)
+    added = [inspect.Parameter(name, keyword, annotation=alias, default=None
+                               if name in _NO_DEFAULT else D[_FIELD.get(name, name)])
+             for name, alias in SEEDER_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def with_seeder_options(**values):
+        kps = {k: values.pop(k) for k in SEEDER_OPTIONS}
+        return command(**values, kps=kps)
+
+    with_seeder_options.__signature__ = own.replace(parameters=[
+        *(p.replace(kind=keyword) for p in own.parameters.values() if p.name != "kps"),
+        *added])
+    return with_seeder_options
+
+
+
+def seeder_kwargs(kps: dict) -> dict:
+    """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``: the
+    budget as ``stage_epsilons`` reads the three ε options, the rest by field name."""
+    rest = {_FIELD.get(k, k): v for k, v in kps.items() if k not in _NO_DEFAULT}
+    return {**stage_epsilons(kps["epsilon"], kps["epsilon_vocab"], kps["epsilon_kde"]), **rest}
 
 
 def in_panel(alias, panel: str):
