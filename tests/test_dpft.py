@@ -294,6 +294,21 @@ def test_filter_logits_top_k_and_top_p():
     assert torch.equal(filter_logits(x, 40, 0.9), ref)
 
 
+def test_sample_next_draws_from_the_filtered_distribution():
+    """Drawn among the kept candidates only, with their softmax probabilities."""
+    import torch
+
+    from dptext.generators.dpft.sample import filter_logits, sample_next
+
+    x = torch.randn(1, 200, generator=torch.Generator().manual_seed(1))
+    p = torch.softmax(filter_logits(x, 20, 0.9), -1)[0]
+    gen = torch.Generator().manual_seed(0)
+    ids = sample_next(x.repeat(20000, 1), 20, 0.9, gen).flatten()
+    freq = torch.bincount(ids, minlength=200).float() / ids.numel()
+    assert freq[p == 0].sum() == 0  # never a dropped token
+    assert float((freq - p).abs().max()) < 0.015  # 20,000 draws: sd of a frequency ≤ 0.0036
+
+
 @pytest.mark.slow
 def test_real_smollm2_through_the_cli(tmp_path):
     """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps via
