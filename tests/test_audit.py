@@ -117,8 +117,8 @@ def test_cli_audit_bad_arguments():
 
 #: rows no other test runs with both negative controls: CI's subset of the audit table.
 #: Every other row has its own test (here, test_audit_generators.py, test_audit_default.py,
-#: test_kps_models_privacy.py); the full table is ``benchmarks/audit_power.py --repeats 1
-#: --check`` (docs/reliability.md).
+#: test_kps_models_privacy.py, test_kps_form.py); the full table is
+#: ``benchmarks/audit_power.py --repeats 1 --check`` (docs/reliability.md).
 CI_ROWS = ("laplace", "gaussian", "vocabulary", "labels", "kde", "kde-gaussian")
 
 
@@ -126,12 +126,13 @@ def test_every_row_is_in_ci_or_has_its_own_test():
     from pathlib import Path
 
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
-    own = {"dpkps", "dpkps-independent", "dpkps-iterative", "dpkps-default", "histogram",
-           "selection", "terms-per-doc", "label-set", "augpe", "pate", "pate-tutor", "dpsgd",
-           "vocabulary-gaussian"}
+    own = {"dpkps", "dpkps-independent", "dpkps-iterative", "dpkps-default", "form",
+           "histogram", "selection", "terms-per-doc", "label-set", "augpe", "pate",
+           "pate-tutor", "dpsgd", "vocabulary-gaussian"}
     assert set(AUDITS) == own | set(CI_ROWS)
     # each row's audit function is called by a test
     for fn in ("audit_dpkps(", "audit_dpkps_defaults(", "audit_dpkps_default(",
+               "audit_form_profile(",
                "audit_histogram(", "audit_selection(", "audit_terms_per_doc(",
                "audit_label_set(", "audit_augpe(", "audit_pate(", "audit_pate_tutor(",
                "audit_dpsgd(", 'audit_vocabulary("gaussian"'):

@@ -280,6 +280,33 @@ def test_filter_logits_top_k_and_top_p():
     assert kept.tolist() == [[True, True, True, False]]
     kept = torch.isfinite(filter_logits(logits, 0, 0.7))
     assert kept.tolist() == [[True, True, False, False]]
+    kept = torch.isfinite(filter_logits(logits, 3, 0.7))  # top-p among the top k
+    assert kept.tolist() == [[True, True, False, False]]
+    tied = torch.tensor([[2.0, 1.0, 1.0, 0.0]])  # a token tied with the k-th stays
+    assert torch.isfinite(filter_logits(tied, 2, 1.0)).tolist() == [[True, True, True, False]]
+    x = torch.randn(3, 500, generator=torch.Generator().manual_seed(0))
+    ref = x.clone()  # the definition: mask below the k-th, then top-p over the full sort
+    ref[ref < torch.topk(ref, 40).values[:, -1:]] = -float("inf")
+    srt, order = torch.sort(ref, descending=True)
+    p = torch.softmax(srt, -1)
+    srt[p.cumsum(-1) - p > 0.9] = -float("inf")
+    ref = torch.full_like(ref, -float("inf")).scatter(-1, order, srt)
+    assert torch.equal(filter_logits(x, 40, 0.9), ref)
+
+
+def test_sample_next_draws_from_the_filtered_distribution():
+    """Drawn among the kept candidates only, with their softmax probabilities."""
+    import torch
+
+    from dptext.generators.dpft.sample import filter_logits, sample_next
+
+    x = torch.randn(1, 200, generator=torch.Generator().manual_seed(1))
+    p = torch.softmax(filter_logits(x, 20, 0.9), -1)[0]
+    gen = torch.Generator().manual_seed(0)
+    ids = sample_next(x.repeat(20000, 1), 20, 0.9, gen).flatten()
+    freq = torch.bincount(ids, minlength=200).float() / ids.numel()
+    assert freq[p == 0].sum() == 0  # never a dropped token
+    assert float((freq - p).abs().max()) < 0.015  # 20,000 draws: sd of a frequency ≤ 0.0036
 
 
 @pytest.mark.slow

@@ -144,6 +144,11 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
     assert 0 < report["guarantee"]["epsilon"] <= 6.0 + 1e-9  # composed from the ledger
     assert report["parameters"]["llm"] == "recording"
+    # the dataset card: the KDE's parameters, none of the histogram models' (issue #58)
+    card = (tmp_path / "synthetic.release" / "README.md").read_text(encoding="utf-8")
+    assert "`features`: 200" in card and "`epsilon_kde`: 5" in card
+    assert "`histogram_terms`" not in card and "`selection_margin`" not in card
+    assert "- KDE sketch sums, one per class (5, on disjoint documents" in card
     run = tmp_path / "synthetic.jsonl.run"
     seqs = (run / "state.json").read_text()  # the released sequences
     ledger = (run / "ledger.json").read_text()

@@ -20,12 +20,16 @@ def test_the_paper_is_its_own_list_of_stages():
     paper = _seeder(model="kde", select="none").plan()
     models = _seeder().plan()
     assert _kinds(paper) == [type(s) for s in PAPER if not isinstance(
-        s, stages.LabelSet | stages.TermsPerDocument | stages.LabelCounts)]
+        s, stages.LabelSet | stages.TermsPerDocument | stages.LabelCounts
+        | stages.FormProfileStage)]
     assert stages.Vocabulary in _kinds(paper) and stages.ClassTermHistogram not in \
         _kinds(paper)
     assert _kinds(models)[0] is stages.SelectionFolds and stages.Vocabulary not in \
         _kinds(models)
     assert stages.KdeSketches not in _kinds(models)  # the histogram alone: no sketches
+    for kw in ({"model": "kde", "select": "none"}, {}):  # --form: the last stage of both
+        assert stages.FormProfileStage not in _kinds(_seeder(**kw).plan())
+        assert _kinds(_seeder(**kw, form=True).plan())[-1] is stages.FormProfileStage
     assert stages.KdeSketches in _kinds(_seeder(model="hybrid").plan())
     assert {type(s) for s in MODELS_PATH} >= set(_kinds(models))
     # declared labels, a total ε, S chosen: no label set, one "terms" stage

@@ -295,3 +295,60 @@ def test_openai_backend_lets_concurrency_reach_a_gpu_servers_batch():
     b._one = one  # no server: count the requests in flight
     run_prompts(b, [Prompt.user(f"p{i}") for i in range(64)], concurrency=32)
     assert peak[0] == 32
+
+
+# ------------------------------------------------------------------ a form, not a document
+
+FORM_ANSWER = ("**Title:** Ebola spreads in Guinea\n\n**Date:** [Insert Date]\n\n"
+               "Health officials said cases rose again this week.")
+
+
+@pytest.mark.parametrize("text, found", [
+    (FORM_ANSWER, "**Title:**"),
+    ("Thanks for the help, [Your Name]", "[Your Name]"),
+    ("Signed on [insert date] by the board.", "[insert date]"),
+    ("Headline: Flu cases climb\nThe ministry said …", "Headline:"),
+    ("**Review**: great product", "**Review**:"),
+])
+def test_placeholders_and_scaffolding_are_found(text, found):
+    from dptext.llm.quality import find_scaffolding
+
+    assert find_scaffolding(text) == found
+
+
+@pytest.mark.parametrize("text", [
+    NEWS, "Ebola: WHO says 200 cases in Guinea http://bbc.in/1x #ebola",
+    "The [sic] spelling was kept. He scored [2-1] at home.",
+    "Rating: 9/10. It worked within days, though the title of the leaflet was wrong.",
+    "The film's title: a mystery until Friday.",
+])
+def test_real_documents_are_not_forms(text):
+    from dptext.llm.quality import find_scaffolding
+
+    assert find_scaffolding(text) is None
+
+
+def test_a_form_is_asked_again_and_counted():
+    answers = iter([FORM_ANSWER, NEWS])
+    stats = RunStats()
+    rec = RecordingBackend(answer=lambda p: next(answers))
+    docs = generate_documents([Seq("x", ["album"])], rec, PromptBuilder("news article"),
+                              DocumentOptions(seed=1), stats=stats)
+    assert len(rec.prompts) == 2 and docs[0].text == NEWS.strip()
+    assert (stats.forms_retried, stats.forms_left) == (1, 0)
+    assert "placeholders or scaffolding 1 retried / 0 left" in stats.quality_summary()
+    assert stats.checks()["forms_retried"] == 1
+
+
+def test_a_form_that_persists_is_left_and_counted():
+    stats = RunStats()
+    rec = RecordingBackend(answer=lambda p: FORM_ANSWER)
+    generate_documents([Seq("x", ["album"])], rec, PromptBuilder("news article"),
+                       DocumentOptions(max_attempts=2), stats=stats)
+    assert len(rec.prompts) == 2
+    assert (stats.forms_retried, stats.forms_left) == (1, 1)
+    off = RunStats()
+    generate_documents([Seq("x", ["album"])], RecordingBackend(answer=lambda p: FORM_ANSWER),
+                       PromptBuilder("news article"),
+                       DocumentOptions(max_attempts=2, check_forms=False), stats=off)
+    assert (off.forms_retried, off.forms_left) == (0, 0)

@@ -9,7 +9,7 @@ document counted twice, clipping off) that it must catch.
 
 These audits run generators, so they live above ``generators/`` (DESIGN.md), not in
 ``evaluate/``: ``kps.py`` (DP-KPS's releases and its fit end to end), ``kps_default.py``
-(the fit as the CLI runs it by default), ``augpe.py``,
+(the fit as the CLI runs it by default), ``form.py`` (its form profile), ``augpe.py``,
 ``pate.py`` and ``dpsgd.py``; ``registry.py`` is the table of rows.
 """
 

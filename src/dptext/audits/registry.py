@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from dptext.audits.augpe import audit_augpe
 from dptext.audits.dpsgd import audit_dpsgd
+from dptext.audits.form import audit_form_profile
 from dptext.audits.kps import (
     audit_dpkps,
     audit_dpkps_defaults,
@@ -43,8 +44,9 @@ REGISTRY: dict[str, Audit] = {
         "independent", runs=n(1500), confidence=c, broken=b),
     "dpkps-iterative": lambda n, c, b: audit_dpkps_defaults(
         "iterative", runs=n(1500), confidence=c, broken=b),
-    # the CLI's DP-KPS fit, every stage (label set, S, histogram, selection) composed
+    # the CLI's DP-KPS fit, its stages (label set, S, histogram) composed
     "dpkps-default": lambda n, c, b: audit_dpkps_default(runs=n(1000), confidence=c, broken=b),
+    "form": lambda n, c, b: audit_form_profile(runs=n(10), confidence=c, broken=b),
     "histogram": lambda n, c, b: audit_histogram(runs=n(5000), confidence=c, broken=b),
     "selection": lambda n, c, b: audit_selection(runs=n(10_000), confidence=c, broken=b),
     "terms-per-doc": lambda n, c, b: audit_terms_per_doc(runs=n(10_000), confidence=c,

@@ -15,6 +15,9 @@ from dptext.cli import (  # noqa: F401  (register the commands)
     pate,
 )
 from dptext.cli.app import app
+from dptext.cli.layout import tidy_help
+
+tidy_help(app)
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ def audit(
     out: Annotated[Path | None, typer.Option("--out", "-o",
                                              help="Write the table as JSON here.")] = None,
 ) -> None:
-    """Audit the privacy claims: ε lower bounds from runs on neighbouring corpora.
+    """Audit the privacy claims: lower bounds on ε.
 
     Each row runs a mechanism many times on a corpus and on the corpus plus one
     adversarial document and reports the largest ε the outputs prove (with the given

@@ -18,6 +18,8 @@ from dptext.generators.augpe.generator import AugPEGenerator
 from dptext.generators.augpe.run import AugPEConfig
 
 AUGPE = "Aug-PE"
+Embedder = o.in_panel(o.Embedder, AUGPE)
+VocabSize = o.in_panel(o.VocabSize, o.ADVANCED)
 
 
 @app.command("augpe")
@@ -25,7 +27,7 @@ def augpe(
     input: o.InputPath,
     out: o.Out,
     epsilon: Annotated[float, typer.Option(help="Total ε of the run (DP vocabulary + all "
-                                           "vote histograms).", rich_help_panel=AUGPE)],
+                                           "vote histograms).", rich_help_panel=o.PRIVACY)],
     delta: o.Delta = AugPEGenerator.delta,
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
@@ -40,36 +42,36 @@ def augpe(
         rich_help_panel=AUGPE)] = 9,
     selection: Annotated[str, typer.Option(
         help="sample (∝ noisy votes) or rank (top N/copies, copies each).",
-        rich_help_panel=AUGPE)] = "sample",
+        rich_help_panel=o.ADVANCED)] = "sample",
     threshold: Annotated[float, typer.Option(
-        help="Noisy vote counts below this do not reproduce.", rich_help_panel=AUGPE)] = 0.0,
+        help="Noisy vote counts below this do not reproduce.", rich_help_panel=o.ADVANCED)] = 0.0,
     copies: Annotated[int, typer.Option(help="Variations per parent with --selection rank.",
-                                        rich_help_panel=AUGPE)] = 2,
+                                        rich_help_panel=o.ADVANCED)] = 2,
     variation: Annotated[str, typer.Option(
-        help="mixed, blank (fill-in-the-blanks) or paraphrase.", rich_help_panel=AUGPE)
+        help="mixed, blank (fill-in-the-blanks) or paraphrase.", rich_help_panel=o.ADVANCED)
     ] = "mixed",
     mask_rate: Annotated[float, typer.Option(help="Fraction of words blanked.",
-                                             rich_help_panel=AUGPE)] = 0.5,
+                                             rich_help_panel=o.ADVANCED)] = 0.5,
     random_words: Annotated[int, typer.Option(
         help="Random words of the DP vocabulary per initial prompt (AugPE+Ṽ); 0: plain "
-        "AugPE, no vocabulary release.", rich_help_panel=AUGPE)] = 5,
+        "AugPE, no vocabulary release.", rich_help_panel=o.ADVANCED)] = 5,
     vocab_share: Annotated[float, typer.Option(
         help="Share of the budget (Gaussian μ²) spent on the DP vocabulary.",
-        rich_help_panel=AUGPE)] = 0.2,
+        rich_help_panel=o.ADVANCED)] = 0.2,
     label_set_share: Annotated[float, typer.Option(
         help="Share of the budget (Gaussian μ²) spent on the DP label set when --labels is "
-        "not given.", rich_help_panel=AUGPE)] = 0.1,
+        "not given.", rich_help_panel=o.ADVANCED)] = 0.1,
     vocab: o.MethodVocab = AugPEConfig.vocab,
-    vocab_size: o.VocabSize = AugPEConfig.vocab_size,
+    vocab_size: VocabSize = AugPEConfig.vocab_size,
     terms_per_doc: o.MethodTermsPerDoc = AugPEConfig.terms_per_doc,
-    embedder: o.Embedder = AugPEConfig.embedder,
+    embedder: Embedder = AugPEConfig.embedder,
     augpe_class_names: Annotated[bool, typer.Option(
         "--augpe-class-names", help="Put the class names in the prompts IN THE CLEAR (the "
         "original Aug-PE); the privacy report marks the run as leaking them.",
-        rich_help_panel=AUGPE)] = False,
+        rich_help_panel=o.ADVANCED)] = False,
     target_words: Annotated[int | None, typer.Option(
         help="Words per text asked of the LLM (default 0.6 × --max-tokens).",
-        rich_help_panel=AUGPE)] = None,
+        rich_help_panel=o.ADVANCED)] = None,
     max_tokens: o.MaxTokens = 160,
     temperature: o.Temperature = 0.8,
     top_p: o.TopP = 0.95,
@@ -88,7 +90,11 @@ def augpe(
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
 ) -> None:
-    """Aug-PE: evolve LLM texts toward the private corpus through DP nearest-neighbour votes."""
+    """Aug-PE: LLM texts evolved by DP nearest-neighbour votes.
+
+    The population evolves toward the private corpus through DP nearest-neighbour vote
+    histograms (the Aug-PE baseline).
+    """
     with o.user_errors():
         if per_class is not None and total is not None:
             raise ValueError("give either --per-class or --total")

@@ -19,8 +19,10 @@ def budget(
     skip_invalid: o.SkipInvalid = False,
     dataset_id: o.DatasetId = None,
 ) -> None:
-    """Show the privacy spent on a corpus (or its named dataset) by every run recorded in
-    its ledger."""
+    """Show the privacy spent on a corpus over all runs.
+
+    Every run recorded in the ledger of the corpus (or of its named dataset).
+    """
     from dptext.corpus import read_corpus
     from dptext.privacy.budget import open_budget
 

@@ -41,7 +41,7 @@ def dpft(
     out: o.Out,
     epsilon: Annotated[str, typer.Option(
         "--epsilon", help="Total ε of the run (control-code histogram + DP-SGD); 'inf' trains "
-        "without DP and labels the output NOT PRIVATE.", rich_help_panel=DPFT)],
+        "without DP and labels the output NOT PRIVATE.", rich_help_panel=o.PRIVACY)],
     delta: o.Delta = 1e-5,
     model: Annotated[str | None, typer.Option(
         help="Local Hugging Face causal-LM folder; default SmolLM2-135M (from its GGUF).",
@@ -49,19 +49,19 @@ def dpft(
     documents: Annotated[int | None, typer.Option(
         help="Documents to generate (default: the DP estimate of the corpus size).",
         rich_help_panel=DPFT)] = None,
-    epochs: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 2.0,
+    epochs: Annotated[float, typer.Option(rich_help_panel=o.ADVANCED)] = 2.0,
     batch_size: Annotated[int, typer.Option(help="Expected Poisson batch size.",
-                                            rich_help_panel=DPFT)] = 16,
-    learning_rate: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1e-3,
+                                            rich_help_panel=o.ADVANCED)] = 16,
+    learning_rate: Annotated[float, typer.Option(rich_help_panel=o.ADVANCED)] = 1e-3,
     max_length: Annotated[int, typer.Option(
         help="Tokens per document (codes included); longer documents are truncated, each "
-        "document stays one DP-SGD sample.", rich_help_panel=DPFT)] = 128,
-    max_grad_norm: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 1.0,
+        "document stays one DP-SGD sample.", rich_help_panel=o.ADVANCED)] = 128,
+    max_grad_norm: Annotated[float, typer.Option(rich_help_panel=o.ADVANCED)] = 1.0,
     dtype: Annotated[str, typer.Option(
         help="dtype of the frozen base weights: auto (bfloat16 on a CPU with AVX512-BF16 "
         "or AMX, where it is faster; float32 elsewhere, where bf16 is emulated and a "
         "step ~27x slower), bfloat16 or float32. LoRA and the head train in float32 either way.",
-        rich_help_panel=DPFT)] = "auto",
+        rich_help_panel=o.ADVANCED)] = "auto",
     metadata: Annotated[str | None, typer.Option(
         help="Comma-separated extra columns used as control codes (e.g. sex,ethnicity).",
         rich_help_panel=DPFT)] = None,
@@ -73,10 +73,10 @@ def dpft(
         help="Train a classifier head jointly (the multi-task blog).", rich_help_panel=DPFT)
     ] = False,
     pplm: Annotated[bool, typer.Option(help="Steer decoding with the head (needs --multitask).",
-                                       rich_help_panel=DPFT)] = False,
-    max_new_tokens: Annotated[int, typer.Option(rich_help_panel=DPFT)] = 96,
-    top_k: Annotated[int, typer.Option(rich_help_panel=DPFT)] = 50,
-    top_p: Annotated[float, typer.Option(rich_help_panel=DPFT)] = 0.95,
+                                       rich_help_panel=o.ADVANCED)] = False,
+    max_new_tokens: Annotated[int, typer.Option(rich_help_panel=o.ADVANCED)] = 96,
+    top_k: Annotated[int, typer.Option(rich_help_panel=o.ADVANCED)] = 50,
+    top_p: Annotated[float, typer.Option(rich_help_panel=o.ADVANCED)] = 0.95,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
     format: o.Format = None,
@@ -90,7 +90,10 @@ def dpft(
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
 ) -> None:
-    """Fine-tune a local LM with DP-SGD + LoRA on control codes and sample documents."""
+    """Fine-tune a local LM with DP-SGD and sample documents.
+
+    DP-SGD + LoRA on control codes, optionally a classifier head and PPLM steering.
+    """
     from dptext.generators.dpft.sample import SamplingConfig
 
     with o.user_errors():

@@ -12,6 +12,9 @@ import typer
 from rich.markup import escape
 
 from dptext.cli.app import app, console
+from dptext.cli.options import ADVANCED
+from dptext.cli.options import INPUT as IN
+from dptext.cli.options import OUTPUT as OUT
 from dptext.corpus import InputError
 
 
@@ -35,57 +38,88 @@ def _read_private(path: str, text_column: str, label_column: str, label_sep: str
         return read_real(path, text_column=text_column, label_column=None)
 
 
+CHECKS = "Checks"  # evaluate's own help panel
+
+
 @app.command()
 def evaluate(
-    synthetic: Path = typer.Option(..., help="Synthetic corpus or keyphrase file (JSONL)."),
+    synthetic: Path = typer.Option(..., help="Synthetic corpus or keyphrase file (JSONL).",
+                                   rich_help_panel=IN),
     real_test: str | None = typer.Option(
         None, help="Real labelled test documents (CSV/JSONL/Parquet/folder or "
-                   "demo:NAME/test); not needed with --coref-gold alone."),
-    out: Path = typer.Option(..., help="Folder for metrics.json and report.html."),
+                   "demo:NAME/test); not needed with --coref-gold alone.",
+        rich_help_panel=IN),
+    out: Path = typer.Option(..., help="Folder for metrics.json and report.html.",
+                             rich_help_panel=OUT),
     real_unlabeled: str | None = typer.Option(
-        None, help="Unlabelled client documents for Deep CORAL (never the test set)."),
+        None, help="Unlabelled client documents for Deep CORAL (never the test set).",
+        rich_help_panel=IN),
     private: str | None = typer.Option(
-        None, help="The private training corpus: the utility ceiling and leakage checks."),
+        None, help="The private training corpus: the utility ceiling and leakage checks.",
+        rich_help_panel=IN),
     group_columns: str | None = typer.Option(
-        None, help="Comma-separated columns of the test file holding subgroups (fairness)."),
-    text_column: str = typer.Option("text", help="Text column of the real files."),
-    label_column: str = typer.Option("label", help="Label column of the real files."),
+        None, help="Comma-separated columns of the test file holding subgroups (fairness).",
+        rich_help_panel=IN),
+    text_column: str = typer.Option("text", help="Text column of the real files.",
+                                    rich_help_panel=IN),
+    label_column: str = typer.Option("label", help="Label column of the real files.",
+                                     rich_help_panel=IN),
     label_sep: str | None = typer.Option(
-        None, help="Separator of multi-label labels in the real files, e.g. '|'."),
+        None, help="Separator of multi-label labels in the real files, e.g. '|'.",
+        rich_help_panel=IN),
     classifiers: str = typer.Option("tfidf,mlp", help="Comma-separated: tfidf, mlp, finetune "
-                                                      "(full encoder fine-tuning, slow)."),
-    encoder: str = typer.Option("minilm", help="Sentence encoder (dptext.embed name)."),
-    coral_weight: float = typer.Option(1.0, help="Deep CORAL loss weight (0 = off)."),
+                                                      "(full encoder fine-tuning, slow).",
+                                    rich_help_panel=CHECKS),
+    encoder: str = typer.Option("minilm", help="Sentence encoder (dptext.embed name).",
+                                rich_help_panel=ADVANCED),
+    coral_weight: float = typer.Option(1.0, help="Deep CORAL loss weight (0 = off).",
+                                       rich_help_panel=ADVANCED),
     canaries: Path | None = typer.Option(
         None, help="Canaries planted before generation: text (one a line) or JSONL "
-                   "{text, secret}."),
-    leakage: bool = typer.Option(True, help="n-gram and entity leakage (needs --private)."),
-    ner: bool = typer.Option(True, help="Entity leakage (named entities of the private data)."),
+                   "{text, secret}.",
+        rich_help_panel=IN),
+    leakage: bool = typer.Option(True, help="n-gram and entity leakage (needs --private).",
+                                 rich_help_panel=CHECKS),
+    ner: bool = typer.Option(True, help="Entity leakage (named entities of the private data).",
+                             rich_help_panel=CHECKS),
     ner_backend: str = typer.Option("spacy", help="spacy (en_core_web_sm) or presidio (PII "
-                                                  "recognisers on the same spaCy model)."),
-    ner_max_docs: int = typer.Option(2000, help="Private documents scanned by NER at most."),
-    fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map."),
+                                                  "recognisers on the same spaCy model).",
+                                    rich_help_panel=ADVANCED),
+    ner_max_docs: int = typer.Option(2000, help="Private documents scanned by NER at most.",
+                                     rich_help_panel=ADVANCED),
+    fidelity: bool = typer.Option(True, help="Embedding distance, diversity, t-SNE map.",
+                                  rich_help_panel=CHECKS),
     membership: bool = typer.Option(
         True, help="Membership-inference attacks: private documents against the real test "
-                   "set (needs --private)."),
-    coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs."),
-    coherence_max_docs: int = typer.Option(100, help="Synthetic documents scored by NLI."),
+                   "set (needs --private).",
+        rich_help_panel=CHECKS),
+    coherence: bool = typer.Option(True, help="NLI coherence of a sample of synthetic docs.",
+                                   rich_help_panel=CHECKS),
+    coherence_max_docs: int = typer.Option(100, help="Synthetic documents scored by NLI.",
+                                           rich_help_panel=ADVANCED),
     coref_gold: str | None = typer.Option(
         None, help="Gold coreference documents (folder or .tar.xz of LitBank TSV .txt+.ann "
-                   "or CoNLL-2012 .conll; demo:litbank): silver-coreference utility."),
+                   "or CoNLL-2012 .conll; demo:litbank): silver-coreference utility.",
+        rich_help_panel=IN),
     coref_max_tokens: int = typer.Option(1000, help="Coreference: tokens per document, at "
-                                                    "most."),
+                                                    "most.",
+                                         rich_help_panel=ADVANCED),
     coref_max_docs: int = typer.Option(200, help="Coreference: synthetic (and private) "
-                                                 "documents annotated, at most."),
-    seed: int = typer.Option(0, help="Seed of the classifiers and samples."),
+                                                 "documents annotated, at most.",
+                                       rich_help_panel=ADVANCED),
+    seed: int = typer.Option(0, help="Seed of the classifiers and samples.",
+                             rich_help_panel=ADVANCED),
     publish_evaluation: bool = typer.Option(
         False, "--publish-evaluation",
         help="Also add the headline figures to the synthetic file's release folder (its "
              "evaluation.json and dataset card), marked as NOT covered by the privacy "
              "guarantee: they read real data, the private corpus included. Without it the "
-             "evaluation stays in --out, with you."),
+             "evaluation stays in --out, with you.",
+        rich_help_panel=OUT),
 ) -> None:
-    """Is the synthetic corpus useful, private and fair? Writes metrics.json + report.html.
+    """Judge a synthetic corpus: utility, privacy, fairness.
+
+    Writes metrics.json and report.html.
 
     The figures read real data, so they stay in --out and are not printed (a terminal
     may be logged): read them in report.html.

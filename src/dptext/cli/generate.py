@@ -20,13 +20,14 @@ DEFAULT_LLM = f"local:{DEFAULT_LOCAL_MODEL}"
 
 
 @app.command()
+@o.seeder_options
 def generate(
     input: o.InputPath,
     out: o.Out,
     method: Annotated[str, typer.Option(
         help="The generator: kps (DP-KPS, the flagship), augpe (the Aug-PE baseline; "
         "'dptext augpe' has all its options), pate (PATE-style augmentation; 'dptext pate') "
-        "or dpft (DP fine-tuning of a local LM; 'dptext dpft').", rich_help_panel=o.RUN)
+        "or dpft (DP fine-tuning of a local LM; 'dptext dpft').", rich_help_panel=o.OUTPUT)
     ] = "kps",
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
@@ -44,16 +45,17 @@ def generate(
     top_p: o.TopP = 0.95,
     min_coverage: Annotated[float, typer.Option(
         help="Retry a document (new sampling seed) when it contains fewer than this fraction "
-        "of its seed keyphrases; 0 = off.", rich_help_panel=o.LLM)] = 0.0,
+        "of its seed keyphrases; 0 = off.", rich_help_panel=o.ADVANCED)] = 0.0,
     max_attempts: Annotated[int, typer.Option(
-        help="Attempts per document with --min-coverage.", rich_help_panel=o.LLM)] = 3,
+        help="Attempts per document with --min-coverage.", rich_help_panel=o.ADVANCED)] = 3,
     clean: Annotated[bool, typer.Option(
-        help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=o.LLM)] = True,
+        help="Strip preambles/sign-offs and truncated endings.", rich_help_panel=o.ADVANCED)
+    ] = True,
     concurrency: o.Concurrency = 4,
     max_retries: Annotated[int, typer.Option(
-        help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=o.RUN)] = 6,
+        help="Retries per prompt on time-outs, 429 and 5xx.", rich_help_panel=o.ADVANCED)] = 6,
     timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.",
-                                           rich_help_panel=o.RUN)] = 300.0,
+                                           rich_help_panel=o.ADVANCED)] = 300.0,
     resume: o.Resume = False,
     cache: o.Cache = True,
     progress: o.Progress = True,
@@ -63,47 +65,25 @@ def generate(
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = o.D["vocab"],
-    embedder: o.Embedder = o.D["embedder"],
-    epsilon_vocab: o.EpsVocab = None,
-    epsilon_kde: o.EpsKde = None,
-    epsilon: o.Epsilon = None,
-    vocab_share: o.VocabShare = o.D["vocab_share"],
-    delta: o.Delta = o.D["delta"],
-    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
-    kde_noise: o.KdeNoise = o.D["kde_noise"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
-    vocab_size: o.VocabSize = o.D["vocab_size"],
-    sequence_method: o.SequenceMethod = o.D["method"],
-    ensemble: o.Ensemble = o.D["ensemble"],
-    length: o.Length = o.D["length"],
-    features: o.Features = o.D["features"],
-    bandwidth: o.Bandwidth = o.D["bandwidth"],
-    sampling: o.Sampling = o.D["sampling"],
-    model: o.Model = o.D["model"],
-    select: o.Select = o.D["select"],
-    mixture: o.Mixture = o.D["mixture"],
-    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
-    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
-    label_set_share: o.LabelSetShare = o.D["label_set_share"],
-    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
-    terms_share: o.TermsShare = o.D["terms_share"],
     sequences_per_class: Annotated[int | None, typer.Option(
         help="Documents per class (default: the method's own; DP-KPS 100 when "
-        "--total-sequences is not given).")] = None,
+        "--total-sequences is not given).", rich_help_panel=o.OUTPUT)] = None,
     total_sequences: Annotated[int | None, typer.Option(
-        help="Total documents, split equally or by the DP label histogram (--epsilon-labels)."
-    )] = None,
+        help="Total documents, split equally or by the DP label histogram (--epsilon-labels).",
+        rich_help_panel=o.OUTPUT)] = None,
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
     engine: o.Engine = "local",
     ray_address: o.RayAddress = None,
+    kps: dict | None = None,
 ) -> None:
-    """Write a DP synthetic corpus: DP keyphrase sequences, then one LLM document each
-    (--method kps), or with another generator (--method augpe, pate or dpft; their own
-    commands have all their options)."""
+    """Write a DP synthetic corpus (DP-KPS, or another --method).
+
+    DP-KPS (--method kps): DP keyphrase sequences, then one LLM document each. Another
+    generator: --method augpe, pate or dpft; their own commands have all their options.
+    """
     src = o.source(input, text_column, label_column, format, encoding, skip_invalid)
     run = dict(resume=resume, budget_total=budget_total, dataset_id=dataset_id,
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,
@@ -115,9 +95,12 @@ def generate(
                                      f"dpft); DP-KPS's sequence method is --sequence-method "
                                      f"{method}")
         declared = o.parse_labels(labels)
-        if method != "kps" and epsilon is None:
+        if kps["form"] and method != "kps":
+            raise typer.BadParameter(f"--form is DP-KPS's form profile (--method kps); "
+                                     f"--method {method} has none")
+        if method != "kps" and kps["epsilon"] is None:
             raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")
-        stages = o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde)
+        seeder = o.seeder_kwargs(kps)
     llm_options = http_options(llm, {"timeout": timeout})
     if method != "kps":
         from dptext.generators.registry import generator_class
@@ -125,31 +108,25 @@ def generate(
         with o.user_errors():
             accepted = generator_class(method).option_names()
         # the options this command shares with the generator (its own command has the rest)
-        shared = dict(epsilon=epsilon, delta=delta, labels=declared,
+        shared = dict(epsilon=kps["epsilon"], delta=kps["delta"], labels=declared,
                       documents=total_sequences, per_class=sequences_per_class,
                       document_type=document_type, max_tokens=max_tokens,
                       temperature=temperature, top_p=top_p,
-                      vocab=None if vocab == "auto" else vocab,
-                      vocab_size=vocab_size, embedder=embedder,
+                      vocab=None if kps["vocab"] == "auto" else kps["vocab"],
+                      vocab_size=kps["vocab_size"], embedder=kps["embedder"],
                       # "auto" is DP-KPS's; the others' own default S and vocabulary apply
-                      terms_per_doc=None if terms_per_doc == "auto" else terms_per_doc,
-                      label_set_share=label_set_share, seed=seed)
+                      terms_per_doc=None if kps["terms_per_doc"] == "auto"
+                      else kps["terms_per_doc"],
+                      label_set_share=kps["label_set_share"], seed=seed)
         options = {k: v for k, v in shared.items() if k in accepted and v is not None}
         return o.run_generator(method, options, src, out, llm=llm, llm_options=llm_options,
                                **run)
     options = dict(
-        **stages, delta=delta, labels=declared, per_class=sequences_per_class,
+        **seeder, labels=declared, per_class=sequences_per_class,
         documents=total_sequences, document_type=document_type,
         prompt_template=str(prompt_template) if prompt_template else None,
         few_shot=str(few_shot) if few_shot else None,
         temperature=temperature, top_p=top_p, min_coverage=min_coverage,
         max_attempts=max_attempts, clean=clean, max_retries=max_retries,
-        **({} if max_tokens is None else {"max_tokens": max_tokens}),
-        vocab=vocab, embedder=embedder, vocab_share=vocab_share, vocab_noise=vocab_noise,
-        kde_noise=kde_noise, terms_per_doc=terms_per_doc, vocab_size=vocab_size,
-        vocab_noise_terms=vocab_noise_terms, sequence_method=sequence_method,
-        ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
-        sampling=sampling, model=model, select=select, mixture=mixture,
-        epsilon_labels=epsilon_labels, label_set_share=label_set_share,
-        epsilon_label_set=epsilon_label_set, terms_share=terms_share)
+        **({} if max_tokens is None else {"max_tokens": max_tokens}))
     o.run_generator("kps", options, src, out, llm=llm, llm_options=llm_options, **run)

@@ -30,8 +30,11 @@ def inspect(
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
 ) -> None:
-    """Show your private corpus's exact facts (size, bad rows, labels, undeclared labels):
-    what the error messages of a run leave out. Releases nothing, charges nothing."""
+    """Show your private corpus's exact facts (releases nothing).
+
+    Its size, bad rows, labels and undeclared labels: what the error messages of a run
+    leave out. Releases nothing, charges nothing.
+    """
     from dptext.corpus import PrivateValuesError, read_corpus
 
     out = Console()  # stdout, asked for: never the run's stream

@@ -13,54 +13,35 @@ from dptext.cli.app import app, console
 
 
 @app.command()
+@o.seeder_options
 def keyphrases(
     input: o.InputPath,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSONL of sequences.",
+                                      rich_help_panel=o.OUTPUT)],
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     labels: o.Labels = None,
-    vocab: o.Vocab = o.D["vocab"],
-    embedder: o.Embedder = o.D["embedder"],
-    epsilon_vocab: o.EpsVocab = None,
-    epsilon_kde: o.EpsKde = None,
-    epsilon: o.Epsilon = None,
-    vocab_share: o.VocabShare = o.D["vocab_share"],
-    delta: o.Delta = o.D["delta"],
-    vocab_noise: o.VocabNoise = o.D["vocab_noise"],
-    kde_noise: o.KdeNoise = o.D["kde_noise"],
-    terms_per_doc: o.TermsPerDoc = o.D["terms_per_doc"],
-    vocab_size: o.VocabSize = o.D["vocab_size"],
-    sequence_method: o.SequenceMethod = o.D["method"],
-    ensemble: o.Ensemble = o.D["ensemble"],
-    length: o.Length = o.D["length"],
-    features: o.Features = o.D["features"],
-    bandwidth: o.Bandwidth = o.D["bandwidth"],
-    sampling: o.Sampling = o.D["sampling"],
-    model: o.Model = o.D["model"],
-    select: o.Select = o.D["select"],
-    mixture: o.Mixture = o.D["mixture"],
-    vocab_noise_terms: o.VocabNoiseTerms = o.D["vocab_noise_terms"],
-    epsilon_labels: o.EpsLabels = o.D["epsilon_labels"],
-    label_set_share: o.LabelSetShare = o.D["label_set_share"],
-    epsilon_label_set: o.EpsLabelSet = o.D["epsilon_label_set"],
-    terms_share: o.TermsShare = o.D["terms_share"],
     sequences_per_class: Annotated[int | None, typer.Option(
-        help="Sequences to draw per class (default 1000 when --total-sequences is not given).")
-    ] = None,
+        help="Sequences to draw per class (default 1000 when --total-sequences is not given).",
+        rich_help_panel=o.OUTPUT)] = None,
     total_sequences: Annotated[int | None, typer.Option(
-        help="Total sequences, split equally or by the DP label histogram (--epsilon-labels)."
-    )] = None,
+        help="Total sequences, split equally or by the DP label histogram (--epsilon-labels).",
+        rich_help_panel=o.OUTPUT)] = None,
     seed: o.Seed = None,
     budget_total: o.BudgetTotal = None,
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
     engine: o.Engine = "local",
     ray_address: o.RayAddress = None,
+    kps: dict | None = None,
 ) -> None:
-    """Fit DP-KPS on a private corpus and write DP keyphrase sequences (one JSON line each)."""
+    """Fit DP-KPS and write DP keyphrase sequences (JSONL).
+
+    One JSON line per sequence, and the run's privacy report beside them.
+    """
     from dptext.compute import use_engine
     from dptext.corpus import read_corpus, write_jsonl
     from dptext.reporting import (
@@ -79,16 +60,7 @@ def keyphrases(
         from dptext.run import budget as run_budget
 
         declared = o.parse_labels(labels)
-        params = dict(
-            vocab=vocab, embedder=embedder, delta=delta, vocab_share=vocab_share,
-            **o.stage_epsilons(epsilon, epsilon_vocab, epsilon_kde),
-            vocab_noise=vocab_noise, kde_noise=kde_noise,
-            terms_per_doc=terms_per_doc, vocab_size=vocab_size,
-            vocab_noise_terms=vocab_noise_terms, method=sequence_method,
-            ensemble=ensemble, length=length, features=features, bandwidth=bandwidth,
-            sampling=sampling, labels=declared, epsilon_labels=epsilon_labels,
-            label_set_share=label_set_share, epsilon_label_set=epsilon_label_set,
-            terms_share=terms_share, model=model, select=select, mixture=mixture)
+        params = dict(**o.seeder_kwargs(kps), labels=declared)
         seeder = KeyphraseSeeder(**params)
         check_seeder(seeder)  # a bad option or name is refused before anything is charged
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
@@ -120,7 +92,7 @@ def keyphrases(
         n = write_jsonl((s.to_dict() for s in seqs), o.ensure_parent(out))
         console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
         notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
-        report = build_report(ledger, command="keyphrases",
-                              parameters=seeder_parameters(seeder), notes=notes, budget=budget)
+        report = build_report(ledger, command="keyphrases", notes=notes, budget=budget,
+                              parameters=seeder_parameters(seeder, corpus.labels is not None))
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")

@@ -6,17 +6,31 @@ the same flags with the same help and defaults (those of ``KeyphraseSeeder``).
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 from rich.markup import escape
 
 from dptext.cli.app import console
 
-SEEDER = "DP-KPS"
+#: the help panels, in the order ``generate --help`` shows them (a first run needs the
+#: options outside ADVANCED only; the README's commands use no other)
+INPUT = "Input"
+OUTPUT = "Output"
+PRIVACY = "Privacy"
+SEEDER = "Keyphrase model (DP-KPS)"
+LLM = "LLM"
+RUN = "Run"
+BUDGET = "Budget across runs"
+SCALE = "Scale-out"
+ADVANCED = "Advanced"
+PANELS = (None, INPUT, OUTPUT, PRIVACY, SEEDER, LLM, RUN, BUDGET, SCALE, ADVANCED)
 
 
 def _seeder_defaults() -> dict:
@@ -30,7 +44,6 @@ def _seeder_defaults() -> dict:
 
 #: KeyphraseSeeder's defaults: the one source of the commands' DP-KPS option defaults
 D = _seeder_defaults()
-INPUT = "Input"
 
 InputPath = Annotated[str, typer.Option(
     "--input", "-i", help="Private corpus: .csv, .jsonl, .parquet, a folder of <label>/*.txt, "
@@ -42,7 +55,8 @@ LabelColumn = Annotated[str | None, typer.Option(
 Format = Annotated[str | None, typer.Option(
     "--format", help="csv, jsonl, parquet or folder (default: from the extension).",
     rich_help_panel=INPUT)]
-Encoding = Annotated[str, typer.Option(help="Text encoding of the input.", rich_help_panel=INPUT)]
+Encoding = Annotated[str, typer.Option(help="Text encoding of the input.",
+                                        rich_help_panel=ADVANCED)]
 SkipInvalid = Annotated[bool, typer.Option(
     help="Drop empty documents or rows without a label instead of stopping.",
     rich_help_panel=INPUT)]
@@ -60,37 +74,39 @@ Vocab = Annotated[str, typer.Option(
     "that method's own default (english:20000).", rich_help_panel=SEEDER)]
 #: the vocabulary of a method's DP vocabulary release (Aug-PE's and PATE's own commands)
 MethodVocab = Annotated[str, typer.Option(
-    "--vocab", help=f"Public vocabulary the DP vocabulary is released over: {VOCAB_SPECS}.")]
+    "--vocab", help=f"Public vocabulary the DP vocabulary is released over: {VOCAB_SPECS}.",
+    rich_help_panel=ADVANCED)]
 MethodTermsPerDoc = Annotated[int, typer.Option(
     "--terms-per-doc", min=1,
-    help="S: distinct vocabulary terms one document may contribute to the DP vocabulary.")]
+    help="S: distinct vocabulary terms one document may contribute to the DP vocabulary.",
+    rich_help_panel=ADVANCED)]
 Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]
 EpsVocab = Annotated[float | None, typer.Option(
     help="ε for the DP vocabulary (default 1 unless --epsilon is given).",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=PRIVACY)]
 EpsKde = Annotated[float | None, typer.Option(
     help="ε for the DP KDE sketches (default 5 unless --epsilon is given).",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=PRIVACY)]
 Epsilon = Annotated[float | None, typer.Option(
     help="Total ε of the run: every release (label set, label histogram, vocabulary, "
     "sketches) is inside it (Gaussian stages composed exactly); instead of "
-    "--epsilon-vocab/--epsilon-kde.", rich_help_panel=SEEDER)]
+    "--epsilon-vocab/--epsilon-kde.", rich_help_panel=PRIVACY)]
 VocabShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the vocabulary (of what the label releases "
-    "leave; the sketches get the rest).", rich_help_panel=SEEDER)]
+    "leave; the sketches get the rest).", rich_help_panel=ADVANCED)]
 Delta = Annotated[float, typer.Option(
-    help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=SEEDER)]
+    help="Total δ of the run (used only by Gaussian noise).", rich_help_panel=PRIVACY)]
 VocabNoise = Annotated[str, typer.Option(
     help="gaussian ((ε, δ), the benchmarked default) or laplace (pure ε, the paper's).",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 VocabNoiseTerms = Annotated[float, typer.Option(
     help="Keep only vocabulary terms above the noisy count this many zero-count terms are "
-    "expected to reach (inf: plain top-N, the paper's).", rich_help_panel=SEEDER)]
+    "expected to reach (inf: plain top-N, the paper's).", rich_help_panel=ADVANCED)]
 KdeNoise = Annotated[str, typer.Option(
     help="gaussian (L2 sensitivity: far less noise, the benchmarked default) or laplace "
-    "(pure ε, the paper's).", rich_help_panel=SEEDER)]
+    "(pure ε, the paper's).", rich_help_panel=ADVANCED)]
 
 
 def _terms_per_doc(value: str) -> int | str:
@@ -116,15 +132,15 @@ SequenceMethod = Annotated[str, typer.Option(
     "--sequence-method", help="iterative or independent keyphrase sequences.",
     rich_help_panel=SEEDER)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
-                                       rich_help_panel=SEEDER)]
+                                       rich_help_panel=ADVANCED)]
 Length = Annotated[int, typer.Option(help="L: keyphrases per sequence.", rich_help_panel=SEEDER)]
 Features = Annotated[int, typer.Option(help="Random Fourier features per sketch.",
-                                       rich_help_panel=SEEDER)]
+                                       rich_help_panel=ADVANCED)]
 Bandwidth = Annotated[float, typer.Option(help="Kernel bandwidth for unit-norm embeddings.",
-                                          rich_help_panel=SEEDER)]
+                                          rich_help_panel=ADVANCED)]
 Sampling = Annotated[str, typer.Option(
     help="contrastive (class-specific terms first) or proportional (the paper's).",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 Model = Annotated[str, typer.Option(
     help="Keyphrase model: auto (the per-class DP term histogram, its parameters chosen by "
     "--select), histogram, smoothed (the histogram smoothed through embedding neighbours), "
@@ -136,23 +152,34 @@ Select = Annotated[str, typer.Option(
     "--model and --mixture as given.", rich_help_panel=SEEDER)]
 Mixture = Annotated[float, typer.Option(
     help="The hybrid's histogram weight λ in [0, 1] (with --select none).",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 EpsLabels = Annotated[float, typer.Option(
     help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes); "
     "part of a total --epsilon. Without --labels the label set's noisy counts are used "
-    "instead, at no further cost.", rich_help_panel=SEEDER)]
+    "instead, at no further cost.", rich_help_panel=PRIVACY)]
 LabelSetShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the DP label set when --labels is not given.",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 TermsShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent choosing S when --terms-per-doc is auto.",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 EpsLabelSet = Annotated[float, typer.Option(
     help="ε of the DP label set when --labels is not given, with --epsilon-vocab/"
-    "--epsilon-kde (on top of them).", rich_help_panel=SEEDER)]
-Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.")]
+    "--epsilon-kde (on top of them).", rich_help_panel=ADVANCED)]
+Form = Annotated[bool, typer.Option(
+    "--form/--no-form",
+    help="Release a DP form profile per class (length, shape, links, hashtags, tone: public "
+    "features, one Gaussian release charged to the run's ε) and state a form drawn from it "
+    "in each prompt. Off by default until benchmarked.", rich_help_panel=SEEDER)]
+FormShare = Annotated[float, typer.Option(
+    help="Share of a total --epsilon spent on the form profile (--form).",
+    rich_help_panel=ADVANCED)]
+EpsForm = Annotated[float, typer.Option(
+    help="ε of the form profile (--form) with --epsilon-vocab/--epsilon-kde (on top of "
+    "them).", rich_help_panel=ADVANCED)]
+Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomness.",
+                                          rich_help_panel=RUN)]
 
-LLM = "LLM"
 Llm = Annotated[str, typer.Option(
     help="LLM backend: local:qwen2.5-1.5b (default), local:qwen2.5-0.5b, local:smollm2-135m, "
     "local:/path/model.gguf, openai:MODEL@URL, anthropic:MODEL, bedrock:MODEL_ID. Keys come "
@@ -161,14 +188,13 @@ DocumentType = Annotated[str, typer.Option(
     help="What to write, e.g. 'medical record' (the only context the LLM gets besides what "
     "the method released).", rich_help_panel=LLM)]
 MaxTokens = Annotated[int, typer.Option(help="Token limit per document.", rich_help_panel=LLM)]
-Temperature = Annotated[float, typer.Option(rich_help_panel=LLM)]
-TopP = Annotated[float, typer.Option(rich_help_panel=LLM)]
+Temperature = Annotated[float, typer.Option(rich_help_panel=ADVANCED)]
+TopP = Annotated[float, typer.Option(rich_help_panel=ADVANCED)]
 
-RUN = "Run"
 Out = Annotated[Path, typer.Option(
     "--out", "-o", help="Output JSONL, one synthetic document per line; beside it the "
     "privacy report (.privacy.json), the release folder (.release/) and the run folder "
-    "(.run/, for --resume).", rich_help_panel=RUN)]
+    "(.run/, for --resume).", rich_help_panel=OUTPUT)]
 Resume = Annotated[bool, typer.Option(
     help="Continue an interrupted run from <out>.run/ without new DP noise or repeated "
     "prompts.", rich_help_panel=RUN)]
@@ -182,12 +208,11 @@ Concurrency = Annotated[int, typer.Option(
 Engine = Annotated[str, typer.Option(
     help="Where the corpus-wide counts run: local (this process) or ray (a Ray cluster's "
     "workers, which then see the private documents; docs/scale-out.md). Same releases, "
-    "noise added once on this machine.", rich_help_panel=RUN)]
+    "noise added once on this machine.", rich_help_panel=SCALE)]
 RayAddress = Annotated[str | None, typer.Option(
     help="With --engine ray: auto (a running cluster, the default), local (start one in "
-    "this process) or the cluster's address.", rich_help_panel=RUN)]
+    "this process) or the cluster's address.", rich_help_panel=SCALE)]
 
-BUDGET = "Privacy budget (across runs)"
 BudgetTotal = Annotated[float | None, typer.Option(
     help="Total ε allowed on this corpus over all runs (kept in the corpus's ledger in "
     "$DPTEXT_HOME; default: the recorded total, or budget_total in config.toml).",
@@ -197,8 +222,63 @@ AllowOverrun = Annotated[bool, typer.Option(
     rich_help_panel=BUDGET)]
 DatasetId = Annotated[str | None, typer.Option(
     help="Name of the dataset whose budget this run spends: one ledger for every version "
-    "of the corpus (default: dataset_id or [datasets] in config.toml, else a ledger per "
+    "of the corpus (default: dataset_id or \\[datasets] in config.toml, else a ledger per "
     "exact content).", rich_help_panel=BUDGET)]
+
+
+#: the DP-KPS options of ``keyphrases`` and ``generate``, declared once (``seeder_options``);
+#: defaults KeyphraseSeeder's (``--sequence-method`` is its ``method``), but no ε: which of
+#: --epsilon and --epsilon-vocab/--epsilon-kde is given decides the budget's form
+SEEDER_OPTIONS = {
+    "epsilon": Epsilon, "delta": Delta, "epsilon_vocab": EpsVocab, "epsilon_kde": EpsKde,
+    "epsilon_labels": EpsLabels, "model": Model, "select": Select, "vocab": Vocab,
+    "terms_per_doc": TermsPerDoc, "vocab_size": VocabSize, "sequence_method": SequenceMethod,
+    "length": Length, "embedder": Embedder, "vocab_share": VocabShare,
+    "label_set_share": LabelSetShare, "epsilon_label_set": EpsLabelSet,
+    "terms_share": TermsShare, "vocab_noise": VocabNoise, "kde_noise": KdeNoise,
+    "vocab_noise_terms": VocabNoiseTerms, "ensemble": Ensemble, "features": Features,
+    "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture, "form": Form,
+    "form_share": FormShare, "epsilon_form": EpsForm}
+_FORM = ("form", "form_share", "epsilon_form")  # passed on only with --form
+_NO_DEFAULT = ("epsilon", "epsilon_vocab", "epsilon_kde")
+_FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
+
+
+def seeder_options(command):
+    """Declare ``SEEDER_OPTIONS`` on ``command``, which receives their values as one dict,
+    ``kps`` (``seeder_kwargs`` makes KeyphraseSeeder's arguments of it)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    own = inspect.signature(command, eval_str=True)
+    added = [inspect.Parameter(name, keyword, annotation=alias, default=None
+                               if name in _NO_DEFAULT else D[_FIELD.get(name, name)])
+             for name, alias in SEEDER_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def with_seeder_options(**values):
+        kps = {k: values.pop(k) for k in SEEDER_OPTIONS}
+        return command(**values, kps=kps)
+
+    with_seeder_options.__signature__ = own.replace(parameters=[
+        *(p.replace(kind=keyword) for p in own.parameters.values() if p.name != "kps"),
+        *added])
+    return with_seeder_options
+
+
+
+def seeder_kwargs(kps: dict) -> dict:
+    """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``: the
+    budget as ``stage_epsilons`` reads the three ε options, the rest by field name."""
+    rest = {_FIELD.get(k, k): v for k, v in kps.items() if k not in _NO_DEFAULT
+            and (kps["form"] or k not in _FORM)}  # without --form: the options as before it
+    return {**stage_epsilons(kps["epsilon"], kps["epsilon_vocab"], kps["epsilon_kde"]), **rest}
+
+
+def in_panel(alias, panel: str):
+    """The shared option ``alias`` shown in help panel ``panel`` (a method's own)."""
+    base, info = get_args(alias)[:2]
+    info = copy.copy(info)
+    info.rich_help_panel = panel
+    return Annotated[base, info]
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,

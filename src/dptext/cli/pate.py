@@ -13,6 +13,8 @@ from dptext.cli.generate import DEFAULT_LLM
 from dptext.generators.pate.run import PateConfig
 
 PATE = "PATE"
+Embedder = o.in_panel(o.Embedder, PATE)
+VocabSize = o.in_panel(o.VocabSize, o.ADVANCED)
 
 
 @app.command("pate")
@@ -21,7 +23,7 @@ def pate(
     out: o.Out,
     epsilon: Annotated[float, typer.Option(
         "--epsilon", help="Total ε of the run (teacher votes + label tutor [+ vocabulary]).",
-        rich_help_panel=PATE)],
+        rich_help_panel=o.PRIVACY)],
     delta: o.Delta = PateConfig.delta,
     documents: Annotated[int | None, typer.Option(
         help="Total output documents (default: 100 per class).", rich_help_panel=PATE)
@@ -30,22 +32,22 @@ def pate(
         help="Output documents per class, instead of --documents.", rich_help_panel=PATE)
     ] = None,
     candidates_per_doc: Annotated[float, typer.Option(
-        help="Public candidates written per output document.", rich_help_panel=PATE)] = 4.0,
+        help="Public candidates written per output document.", rich_help_panel=o.ADVANCED)] = 4.0,
     teachers: Annotated[int, typer.Option(
         help="Teachers (disjoint shards of the private corpus).", rich_help_panel=PATE)
     ] = 100,
     max_queries: Annotated[int | None, typer.Option(
         help="Query budget: candidates the teachers answer (default all); the student "
-        "scores the rest.", rich_help_panel=PATE)] = None,
+        "scores the rest.", rich_help_panel=o.ADVANCED)] = None,
     tutor_share: Annotated[float, typer.Option(
-        help="Share of ε for the label-distribution tutor.", rich_help_panel=PATE)] = 0.05,
+        help="Share of ε for the label-distribution tutor.", rich_help_panel=o.ADVANCED)] = 0.05,
     vocab_share: Annotated[float, typer.Option(
         help="Share of ε for the DP vocabulary (only without --labels).",
-        rich_help_panel=PATE)] = 0.2,
+        rich_help_panel=o.ADVANCED)] = 0.2,
     label_set_share: Annotated[float, typer.Option(
         help="Share of ε for the DP label set (only without --labels, on a labelled "
-        "corpus).", rich_help_panel=PATE)] = 0.1,
-    embedder: o.Embedder = PateConfig.embedder,
+        "corpus).", rich_help_panel=o.ADVANCED)] = 0.1,
+    embedder: Embedder = PateConfig.embedder,
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
     max_tokens: o.MaxTokens = 400,
@@ -58,14 +60,15 @@ def pate(
         "teachers assign labels.", rich_help_panel=o.INPUT)] = None,
     vocab: o.MethodVocab = PateConfig.vocab,
     terms_per_doc: o.MethodTermsPerDoc = PateConfig.terms_per_doc,
-    vocab_size: o.VocabSize = PateConfig.vocab_size,
+    vocab_size: VocabSize = PateConfig.vocab_size,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
     seed: Annotated[int, typer.Option(help="Seed for the public randomness (prompts, "
-                                      "candidate folds, queried subset).")] = 0,
+                                      "candidate folds, queried subset).",
+                                      rich_help_panel=o.RUN)] = 0,
     resume: o.Resume = False,
     cache: o.Cache = True,
     progress: o.Progress = True,
@@ -73,8 +76,11 @@ def pate(
     allow_budget_overrun: o.AllowOverrun = False,
     dataset_id: o.DatasetId = None,
 ) -> None:
-    """Public LLM candidates, teachers on disjoint shards, a student on noisy (GNMax)
-    votes and a DP label-distribution tutor (docs/pate.md)."""
+    """PATE-style DP augmentation: teachers vote on LLM candidates.
+
+    Public LLM candidates, teachers on disjoint shards, a student on noisy (GNMax) votes
+    and a DP label-distribution tutor (docs/pate.md).
+    """
     options = dict(
         epsilon=epsilon, delta=delta, documents=documents, per_class=per_class,
         candidates_per_doc=candidates_per_doc, teachers=teachers, max_queries=max_queries,

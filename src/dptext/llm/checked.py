@@ -1,7 +1,8 @@
 """Completions under the quality checks of ``dptext.llm.quality``, for any prompts.
 
 Each completion is cleaned, stripped of meta-text and checked for a repetition loop, a
-refusal and (given keyphrases and ``min_coverage``) too few of its terms. Such an answer is
+refusal, a form to fill in (placeholders such as "[Insert Date]", scaffolding such as
+"**Title:**") and (given keyphrases and ``min_coverage``) too few of its terms. Such an answer is
 asked again with a new sampling seed (a loop also a little hotter), up to ``max_attempts``
 in all; the best attempt is kept and a loop still in it trimmed. DP-KPS's document stage,
 Aug-PE's texts and PATE's candidates all go through here, so that every method's LLM output
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from dptext.llm.base import LLMBackend
 from dptext.llm.journal import Journal, PromptCache
 from dptext.llm.prompts import clean_completion, keyphrase_coverage
-from dptext.llm.quality import Loop, check_meta, find_loop, trim_loop
+from dptext.llm.quality import Loop, check_meta, find_loop, find_scaffolding, trim_loop
 from dptext.llm.runner import RetryPolicy, RunStats, run_prompts
 from dptext.llm.types import Prompt
 
@@ -38,6 +39,7 @@ class DocumentOptions:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     check_loops: bool = True           # retry, then trim, repetition loops (quality.find_loop)
     check_meta: bool = True            # retry refusals, strip meta-text (quality.check_meta)
+    check_forms: bool = True           # retry placeholders/scaffolding (quality.find_scaffolding)
     loop_temperature_step: float = 0.1  # a loop's retry samples this much hotter per attempt
 
 
@@ -71,9 +73,10 @@ class _Attempt:
     loop: Loop | None
     refusal: bool
     stripped: bool
+    form: bool  # a form to fill in (placeholders, scaffolding), not a document
 
     def rank(self) -> tuple:
-        return (not self.refusal, self.loop is None, self.coverage)
+        return (not self.refusal, not self.form, self.loop is None, self.coverage)
 
 
 def _check(text: str, keyphrases: Sequence[str] | None, opts: DocumentOptions) -> _Attempt:
@@ -81,8 +84,9 @@ def _check(text: str, keyphrases: Sequence[str] | None, opts: DocumentOptions) -
     if meta is not None:
         text = meta.text
     loop = find_loop(text) if opts.check_loops else None
+    form = opts.check_forms and find_scaffolding(text) is not None
     return _Attempt(text, _coverage(text, keyphrases), loop, bool(meta and meta.refusal),
-                    bool(meta and meta.stripped))
+                    bool(meta and meta.stripped), form)
 
 
 def _coverage(text: str, keyphrases: Sequence[str] | None) -> float:
@@ -105,7 +109,8 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
                      keyphrases: Sequence[Sequence[str]] | None = None,
                      description: str = "documents") -> list[CheckedText]:
     """``n`` texts, text ``i`` from ``prompt_for(i, attempt)``, retried as the module says;
-    ``stats`` counts every loop and refusal retried or left and every meta-text stripped."""
+    ``stats`` counts every loop, refusal and form retried or left and every meta-text
+    stripped."""
     opts = options or DocumentOptions()
     stats = stats if stats is not None else RunStats()
     best: list[_Attempt | None] = [None] * n
@@ -133,9 +138,10 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
             if best[i] is None or a.rank() > best[i].rank():  # type: ignore[union-attr]
                 best[i] = a
             low = opts.min_coverage is not None and a.coverage < opts.min_coverage
-            if (a.refusal or a.loop is not None or low) and not last:
+            if (a.refusal or a.form or a.loop is not None or low) and not last:
                 still.append(i)
                 stats.refusals_retried += a.refusal
+                stats.forms_retried += a.form
                 stats.loops_retried += a.loop is not None
             loops[i] += a.loop is not None
         pending = still
@@ -148,6 +154,7 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
             cov = _coverage(text, keyphrases[i] if keyphrases else None)
             stats.loops_trimmed += 1
         stats.refusals_left += a.refusal
+        stats.forms_left += a.form
         stats.meta_stripped += a.stripped
         out.append(CheckedText(text, cov, attempts[i]))
     return out

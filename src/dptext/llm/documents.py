@@ -1,6 +1,7 @@
 """The document stage of DP-KPS: one LLM document per released keyphrase sequence.
 
-Takes any objects with ``.label`` and ``.keyphrases`` (``KeyphraseSequence`` from
+Takes any objects with ``.label`` and ``.keyphrases``, and optionally ``.form`` (the form
+drawn with the sequence, in plain words) (``KeyphraseSequence`` from
 ``dptext.generators.kps``, duck-typed so that this layer never imports the layers that
 hold private data). The label is attached to the output, never put in the prompt.
 """
@@ -52,8 +53,10 @@ def generate_documents(sequences: Sequence[SeedSequence], backend: LLMBackend,
     asked again with a new sampling seed; ``stats`` counts each case."""
     opts = options or DocumentOptions()
     terms = [s.keyphrases for s in sequences]
+    forms = [getattr(s, "form", None) for s in sequences]
     texts = complete_checked(
-        lambda i, attempt: builder.build(terms[i], derive_seed(opts.seed, i, attempt)),
+        lambda i, attempt: builder.build(terms[i], derive_seed(opts.seed, i, attempt),
+                                         forms[i]),
         len(sequences), backend, opts, journal, cache, stats, keyphrases=terms)
     return [SyntheticDocument(t.text, s.label, tuple(s.keyphrases), t.coverage, t.attempts)
             for t, s in zip(texts, sequences, strict=True)]

@@ -29,6 +29,8 @@ FIELDS = {
     "keyphrases": "the keyphrases, one per line as '- term'",
     "keyphrase_list": "the keyphrases, comma-separated",
     "n_keyphrases": "how many keyphrases there are",
+    "form": "the form drawn with the sequence, in plain words (DP-KPS's --form; empty "
+            "without it, and appended to the user message when a template omits it)",
 }
 _REQUIRED = ("keyphrases", "keyphrase_list")
 _FORBIDDEN = {"label": "class information is never put in prompts (DP-KPS prompts name only "
@@ -71,15 +73,22 @@ class PromptTemplate:
             raise TemplateError(f"{self.source}: the user template must contain {{keyphrases}} "
                                 "or {keyphrase_list}, or the seed keyphrases never reach the LLM")
 
-    def render(self, document_type: str, keyphrases: Sequence[str]) -> tuple[str | None, str]:
+    def render(self, document_type: str, keyphrases: Sequence[str],
+               form: str | None = None) -> tuple[str | None, str]:
+        """(system, user) messages; ``form`` (a released form in plain words) fills
+        ``{form}``, or is appended to the user message when the template has no ``{form}``."""
         values = {
             "document_type": document_type,
             "keyphrases": "\n".join(f"- {k}" for k in keyphrases),
             "keyphrase_list": ", ".join(keyphrases),
             "n_keyphrases": str(len(keyphrases)),
+            "form": form or "",
         }
         system = self.system.format(**values) if self.system else None
-        return system, self.user.format(**values)
+        user = self.user.format(**values)
+        if form and "{form}" not in self.user + (self.system or ""):
+            user = f"{user}\n\n{form}"
+        return system, user
 
     @classmethod
     def from_file(cls, path: str | Path) -> PromptTemplate:
@@ -141,8 +150,10 @@ class PromptBuilder:
     few_shot: tuple[FewShotExample, ...] = ()
     params: SamplingParams = field(default_factory=SamplingParams)
 
-    def build(self, keyphrases: Sequence[str], seed: int | None = None) -> Prompt:
-        system, user = self.template.render(self.document_type, keyphrases)
+    def build(self, keyphrases: Sequence[str], seed: int | None = None,
+              form: str | None = None) -> Prompt:
+        """The prompt of one sequence; ``form``: the form drawn with it (released)."""
+        system, user = self.template.render(self.document_type, keyphrases, form)
         msgs: list[Message] = []
         shots_without_terms = [ex for ex in self.few_shot if not ex.keyphrases]
         if shots_without_terms:

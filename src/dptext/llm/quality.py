@@ -1,9 +1,11 @@
-"""Checks on what the LLM wrote: repetition loops and refusal / meta-text.
+"""Checks on what the LLM wrote: repetition loops, refusal / meta-text, and a form to fill
+in instead of a document (placeholders, scaffolding).
 
 Small models fall into loops ("The album will be released on Saturday, marking …" five
 times) and now and then answer as an assistant instead of writing the document ("I'm
-sorry, but …", "As a news editor, I am committed to …"). These pure functions find both;
-the document stage (``dptext.llm.documents``) retries such answers with a new sampling seed
+sorry, but …", "As a news editor, I am committed to …"), or write a form to fill in
+("**Title:** … **Date:** [Insert Date]"). These pure functions find all three; the
+document stage (``dptext.llm.documents``) retries such answers with a new sampling seed
 and trims or strips what is left, and counts each case in ``RunStats``.
 """
 
@@ -165,3 +167,24 @@ def check_meta(text: str, min_words: int = 5) -> MetaCheck:
     kept = "".join(p for p, m in zip(parts, meta, strict=True) if not m).strip()
     refusal = refusal or len(_WORD.findall(kept)) < min_words
     return MetaCheck(kept, refusal, True)
+
+
+# ------------------------------------------------------------------ a form, not a document
+
+# a slot to fill in: "[Insert Date]", "[Your Name]", "[Company Name]", "[Link]", "[XX]"
+_PLACEHOLDER = re.compile(
+    r"\[\s*(?:insert|your|enter|add|name\b|date\b|company|recipient|author|link\b|url\b|"
+    r"title\b|location\b|city\b|phone|email|address\b|x{2,}\b|\.\.\.|…)[^\]\n]{0,60}\]",
+    re.IGNORECASE)
+# a labelled field instead of prose: "**Title:** …", "**Date**: …", "Headline: …"
+_SCAFFOLD = re.compile(
+    r"(?m)^[ \t>#-]*(?:\*\*[A-Z][\w /&-]{0,30}(?::\*\*|\*\*:)|"
+    r"(?:title|headline|subheadline|byline|dateline|hashtags?)"
+    r"\s*:(?=\s))", re.IGNORECASE)
+
+
+def find_scaffolding(text: str) -> str | None:
+    """What makes ``text`` a form to fill in rather than a document: its first placeholder
+    ("[Insert Date]") or labelled field ("**Title:**", "Headline:"), or None."""
+    found = [m for m in (_PLACEHOLDER.search(text), _SCAFFOLD.search(text)) if m]
+    return min(found, key=lambda m: m.start()).group().strip() if found else None

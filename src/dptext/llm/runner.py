@@ -43,7 +43,7 @@ class RetryPolicy:
 
 
 CHECKS = ("loops_retried", "loops_trimmed", "refusals_retried", "refusals_left",
-          "meta_stripped")
+          "meta_stripped", "forms_retried", "forms_left")
 
 
 @dataclass
@@ -61,16 +61,19 @@ class RunStats:
     refusals_retried: int = 0  # completions that refused / spoke as an AI, asked again
     refusals_left: int = 0     # documents still a refusal after the last attempt
     meta_stripped: int = 0     # documents whose meta sentences were removed
+    forms_retried: int = 0     # completions that were a form to fill in, asked again
+    forms_left: int = 0        # documents still a form after the last attempt
 
     def checks(self) -> dict[str, int]:
         """The checks' counters, to save beside what they counted."""
         return {k: getattr(self, k) for k in CHECKS}
 
     def quality_summary(self) -> str:
-        """One clause for a summary line: what the loop and refusal checks did."""
+        """One clause for a summary line: what the loop, refusal and form checks did."""
         return (f"loops {self.loops_retried} retried / {self.loops_trimmed} trimmed, "
                 f"refusals {self.refusals_retried} retried / {self.refusals_left} left, "
-                f"meta-text stripped from {self.meta_stripped}")
+                f"meta-text stripped from {self.meta_stripped}, placeholders or "
+                f"scaffolding {self.forms_retried} retried / {self.forms_left} left")
 
 
 def call_with_retries(backend: LLMBackend, prompt: Prompt, policy: RetryPolicy,

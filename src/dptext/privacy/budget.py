@@ -385,6 +385,22 @@ class CorpusBudget:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
+    def _reload(self) -> None:
+        """Under the lock: read the file again (another process may have spent meanwhile),
+        keeping a total given to this run (``--budget-total``)."""
+        explicit = (self.total, self.total_source)
+        self.runs = []
+        self._load()
+        if explicit[1] == "--budget-total":
+            self.total, self.total_source = explicit
+
+    def _run(self, run_id: str) -> dict:
+        """The entry of run ``run_id`` (after ``_reload``)."""
+        run = next((r for r in self.runs if r["run_id"] == run_id), None)
+        if run is None:
+            raise ValueError(f"no run {run_id} in privacy ledger {self.path}")
+        return run
+
     def commit(self, ledger: PrivacyLedger, *, command: str, parameters: dict | None = None,
                allow_overrun: bool = False, run_id: str | None = None) -> Guarantee:
         """After a fit, before anything is written: add this run's releases to the corpus.
@@ -396,11 +412,7 @@ class CorpusBudget:
         """
         run_id = run_id or uuid.uuid4().hex
         with self._locked():
-            explicit = (self.total, self.total_source)
-            self.runs = []
-            self._load()
-            if explicit[1] == "--budget-total":
-                self.total, self.total_source = explicit
+            self._reload()
             if any(r["run_id"] == run_id for r in self.runs):
                 return self.spent()
             run = {"run_id": run_id, "command": command,
@@ -464,11 +476,8 @@ def settle_run(budget: CorpusBudget, run_id: str, releases: list[Release]) -> Gu
     to more than it, or when they would raise the corpus's composed total. Returns the
     corpus's total spend."""
     with budget._locked():
-        budget.runs = []
-        budget._load()
-        run = next((r for r in budget.runs if r["run_id"] == run_id), None)
-        if run is None:
-            raise ValueError(f"no run {run_id} in privacy ledger {budget.path}")
+        budget._reload()
+        run = budget._run(run_id)
         before = budget.spent()
         charged = compose([Release(**r) for r in run["releases"]])
         made = compose(list(releases))
@@ -490,14 +499,8 @@ def recharge_run(budget: CorpusBudget, run_id: str, planned: list[Release], *,
     Refused, changing nothing, when that would take the corpus past its total. Returns the
     corpus's total spend."""
     with budget._locked():
-        explicit = (budget.total, budget.total_source)
-        budget.runs = []
-        budget._load()
-        if explicit[1] == "--budget-total":
-            budget.total, budget.total_source = explicit
-        run = next((r for r in budget.runs if r["run_id"] == run_id), None)
-        if run is None:
-            raise ValueError(f"no run {run_id} in privacy ledger {budget.path}")
+        budget._reload()
+        run = budget._run(run_id)
         run["releases"] = [asdict(r) for r in planned]
         run["guarantee"] = asdict(compose(list(planned)))
         after = budget.spent()

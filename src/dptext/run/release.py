@@ -264,17 +264,73 @@ def _guarantee(report: dict) -> str:
                                  else f", δ = {_num(delta, '.3g')}")
 
 
-def _parameters(parameters: dict, limit: int = 24) -> list[tuple[str, str]]:
-    """The scalar public parameters, one level of nesting flattened (``config.x``); long
-    values are cut, so a card stays readable."""
+#: report parameters that are facts of the run (counts of LLM calls, of retried refusals),
+#: not choices that shaped the release: kept in privacy.json, left off the card
+RUN_FACTS = ("llm_calls", "llm_calls_computed_this_run", "prompts_per_iteration", "checks",
+             "model_selection")
+
+
+def _parameters(parameters: dict) -> list[tuple[str, str]]:
+    """The scalar public parameters, one level of nesting flattened (``config.x``), without
+    the run's facts (``RUN_FACTS``); long values are cut, so a card stays readable."""
     out = []
     for k, v in parameters.items():
+        if k in RUN_FACTS:
+            continue
         items = [(f"{k}.{kk}", vv) for kk, vv in v.items()] if isinstance(v, dict) else [(k, v)]
         for name, value in items:
+            if isinstance(value, tuple | list) and all(isinstance(x, str) for x in value):
+                value = ", ".join(value)  # a declared label set
             if isinstance(value, str | int | float | bool) and value != "":
                 s = _num(value)
                 out.append((name, s if len(s) <= 80 else s[:77] + "…"))
-    return out[:limit]
+    return out
+
+
+def _model(parameters: dict) -> list[str]:
+    """The keyphrase model that was sampled (DP-KPS), and how it was chosen."""
+    sel = parameters.get("model_selection") or {}
+    if not sel.get("chosen"):
+        return []
+    how = ""
+    if sel.get("selected"):
+        how = (f", chosen privately among {len(sel.get('candidates') or ())} candidates "
+               f"(scored on {_num(sel.get('validation_share'))} of the documents, "
+               f"{sel.get('split')} split)")
+    return [f"- Keyphrase model: {sel['chosen']}{how}."]
+
+
+_MECHANISMS = {"gaussian": "Gaussian noise", "laplace": "Laplace noise",
+               "report-noisy-max": "a private choice by report-noisy-max",
+               "dp-sgd": "DP-SGD (clipped, noisy gradients)"}
+_FOLDS = {"fit": "the fit fold's documents", "validation": "the validation fold's documents"}
+
+
+def release_lines(releases: list[dict]) -> list[str]:
+    """Each release in plain words, one line: what was released, on which documents, with
+    which mechanism and noise, at which ε and δ. Alike releases on disjoint partitions (one
+    per class) are one line: they compose in parallel."""
+    rows: dict[tuple, list[dict]] = {}
+    for r in releases:
+        key = (r["name"], r.get("parallel_group"), r.get("fold")) if r.get("parallel_group") \
+            else (r["name"], id(r))
+        rows.setdefault(key, []).append(r)
+    lines = []
+    for group in rows.values():
+        r = group[0]
+        what = r["name"] + (f" [{r['partition']}]" if r.get("partition") and len(group) == 1
+                            else "")
+        if len(group) > 1:  # partitions are named "<kind>=<value>" (class=sport)
+            kind = str(r.get("partition") or "partition").split("=")[0]
+            what += f", one per {kind} ({len(group)}, on disjoint documents: ε counted once)"
+        on = _FOLDS.get(r.get("fold"), "all documents")
+        mech = _MECHANISMS.get(r.get("mechanism"), r.get("mechanism"))
+        scale = "σ" if r.get("mechanism") in ("gaussian", "dp-sgd") else "b"
+        eps = max(x.get("epsilon") or 0.0 for x in group)
+        delta = max(x.get("delta") or 0.0 for x in group)
+        lines.append(f"- {what} — on {on}, with {mech} ({scale} = {_num(r.get('noise_scale'))})"
+                     f": ε = {_num(eps)}" + (f", δ = {_num(delta, '.3g')}." if delta else "."))
+    return lines
 
 
 NOT_PRIVATE = ("**NOT PRIVATE.** This dataset was made without differential privacy "
@@ -334,9 +390,10 @@ def render_card(meta: dict, report: dict, evaluation: dict | None) -> str:
                                              else "."),
               f"- dptext {report.get('dptext_version', '?')}, command "
               f"`{report.get('command', '?')}`, created {report.get('created', '?')}."]
+    lines += _model(report.get("parameters") or {})
     params = _parameters(report.get("parameters") or {})
     if params:
-        lines.append("- Public parameters:")
+        lines.append("- Public parameters that shaped the release:")
         lines += [f"  - `{k}`: {_cell(v)}" for k, v in params]
     lines += ["", "## Privacy", ""]
     lines += _privacy(report, private)
@@ -399,7 +456,10 @@ def _privacy(report: dict, private: bool) -> list[str]:
         which = (f"dataset id `{b.get('dataset_id')}`" if b.get("key") == "dataset id"
                  else "the corpus's content fingerprint")
         lines.append(f"- Budget ledger: {which} — {b.get('meaning', '')}.")
-    lines += ["", "Every release of the private corpus made by the run:", "",
+    lines += ["", "What the run released from the private corpus (every release, in plain "
+              "words):", ""]
+    lines += release_lines(report.get("releases", []))
+    lines += ["", "The same releases in detail:", "",
               "| release | mechanism | sensitivity | noise scale | ε | δ |",
               "| --- | --- | --- | ---: | ---: | ---: |"]
     for r in report.get("releases", []):

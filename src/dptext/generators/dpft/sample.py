@@ -44,19 +44,39 @@ def prompt_ids(tok, codes: str, with_codes: bool = True) -> list[int]:
     return [*ids, tok.dpft_sep_id]
 
 
-def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
-    """Keep the top-k tokens, then the smallest set with probability ≥ top_p."""
-    logits = logits.clone()
-    if top_k and top_k < logits.shape[-1]:
+def _candidates(logits: torch.Tensor, top_k: int, top_p: float
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, token ids) of the tokens top-k (and any tied with the k-th) then top-p
+    keep, sorted, the dropped ones -inf. With top-k only the kept candidates are sorted,
+    not the whole vocabulary (a full sort per token was a quarter of a sampling step)."""
+    width = logits.shape[-1]
+    if top_k and top_k < width:
         kth = torch.topk(logits, top_k, dim=-1).values[..., -1, None]
-        logits[logits < kth] = -float("inf")
+        width = int((logits >= kth).sum(-1).max())  # ties with the k-th are kept
+    values, order = torch.topk(logits, width, dim=-1)  # sorted, descending
+    if width < logits.shape[-1]:
+        values = values.masked_fill(values < kth, -float("inf"))
     if top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
-        probs = torch.softmax(sorted_logits, -1)
+        probs = torch.softmax(values, -1)
         drop = probs.cumsum(-1) - probs > top_p  # keep the token that crosses top_p
-        sorted_logits[drop] = -float("inf")
-        logits = torch.full_like(logits, -float("inf")).scatter(-1, order, sorted_logits)
-    return logits
+        values = values.masked_fill(drop, -float("inf"))
+    return values, order
+
+
+def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Keep the top-k tokens (and any tied with the k-th), then the smallest set with
+    probability ≥ top_p; the others -inf."""
+    values, order = _candidates(logits, top_k, top_p)
+    return torch.full_like(logits, -float("inf")).scatter(-1, order, values)
+
+
+def sample_next(logits: torch.Tensor, top_k: int, top_p: float,
+                gen: torch.Generator) -> torch.Tensor:
+    """One token per row from the filtered distribution, drawn among the kept candidates
+    only (not over the whole vocabulary): ids of shape (rows, 1)."""
+    values, order = _candidates(logits, top_k, top_p)
+    pick = torch.multinomial(torch.softmax(values, -1), 1, generator=gen)
+    return order.gather(-1, pick)
 
 
 def _decode(tok, rows: list[list[int]]) -> list[str]:
@@ -105,8 +125,7 @@ def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
         out = lm(input_ids=ids, past_key_values=pkv, use_cache=True)
         pkv = out.past_key_values
         logits = out.logits[:, -1].float() / cfg.temperature
-        probs = torch.softmax(filter_logits(logits, cfg.top_k, cfg.top_p), -1)
-        nxt = torch.multinomial(probs, 1, generator=gen)
+        nxt = sample_next(logits, cfg.top_k, cfg.top_p, gen)
         nxt[done] = tok.eos_token_id
         generated.append(nxt)
         done |= nxt.squeeze(1) == tok.eos_token_id
@@ -170,8 +189,7 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
         with torch.no_grad():
             pert = torch.log_softmax(_logits(out_emb, h_c + delta) / cfg.temperature, -1)
             fused = pp.gm_scale * pert + (1 - pp.gm_scale) * base
-            probs = torch.softmax(filter_logits(fused, cfg.top_k, cfg.top_p), -1)
-            nxt = torch.multinomial(probs, 1, generator=gen)
+            nxt = sample_next(fused, cfg.top_k, cfg.top_p, gen)
             nxt[done] = tok.eos_token_id
         pooled_sum = pooled_sum + h_u
         generated.append(nxt)

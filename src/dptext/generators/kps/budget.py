@@ -3,9 +3,10 @@
 With a total ``epsilon`` every stage is inside one ``split_budget`` (``privacy/split.py``)
 and the ledger composes to that ε: the label histogram takes ``epsilon_labels`` of it,
 the label set ``label_set_share``, S's choice ``terms_share``, a shared selection
-``selection_share``, and the vocabulary and the sketches share the rest by
-``vocab_share``. Per stage (the paper's interface): each stage its own ε (the label set
-``epsilon_label_set``), the run's δ split evenly over the Gaussian stages (half of it
+``selection_share``, the form profile (``form=True``) ``form_share``, and the vocabulary
+and the sketches share the rest by ``vocab_share``. Per stage (the paper's interface):
+each stage its own ε (the label set ``epsilon_label_set``, the form profile
+``epsilon_form``), the run's δ split evenly over the Gaussian stages (half of it
 first set aside for the label set's threshold).
 """
 
@@ -33,7 +34,8 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
     to); "label set" / "labels" as ``label_stages`` says; "terms" when S is chosen
     privately (``terms_per_doc="auto"`` with a total ε; per stage S is
     ``PER_STAGE_TERMS_PER_DOC``, no release); "selection" for a shared private selection
-    of a labelled corpus (``shared_selection``)."""
+    of a labelled corpus (``shared_selection``); "form" (Gaussian) for the form profile
+    (``form``)."""
     o = options
     label_set, histogram = label_stages(o, labelled)
     kinds = {"histogram": o.vocab_noise} if single else \
@@ -45,6 +47,8 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
         kinds["terms"] = "laplace"  # report-noisy-max: pure ε
     if labelled and shared_selection:
         kinds["selection"] = "laplace"  # report-noisy-max: pure ε
+    if o.form:
+        kinds["form"] = "gaussian"  # L2 sensitivity √blocks (kps/form.py)
     if o.epsilon is not None:
         fixed = {"terms": o.terms_share} if "terms" in kinds else {}
         if "selection" in kinds:
@@ -54,15 +58,18 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
             kinds["labels"] = "laplace"
         if label_set:
             fixed[LABEL_SET] = o.label_set_share
+        if o.form:
+            fixed["form"] = o.form_share
         rest = 1.0 - sum(fixed.values())
         if not rest > 0:
-            raise ValueError("epsilon_labels, label_set_share, terms_share and "
-                             "selection_share leave nothing of the total epsilon for the "
-                             "vocabulary and the sketches")
+            raise ValueError("epsilon_labels, label_set_share, terms_share, "
+                             "selection_share and form_share leave nothing of the total "
+                             "epsilon for the vocabulary and the sketches")
         shares = {"histogram": rest} if single else \
             {"vocab": o.vocab_share * rest, "kde": (1 - o.vocab_share) * rest}
         return split_budget(o.epsilon, o.delta, {**shares, **fixed}, kinds, thresholds)
-    eps = {"vocab": o.epsilon_vocab, "kde": o.epsilon_kde, LABEL_SET: o.epsilon_label_set}
+    eps = {"vocab": o.epsilon_vocab, "kde": o.epsilon_kde, LABEL_SET: o.epsilon_label_set,
+           "form": o.epsilon_form}
     if single:  # what the two stages would have composed to
         two = noise_specs(o, labelled=False)
         eps["histogram"] = composed_epsilon([two["vocab"], two["kde"]])

@@ -21,6 +21,7 @@ from dptext.generators.base import (
     check_declared_labels,
     check_resources,
 )
+from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.generators.kps.seeder import KeyphraseSeeder
 from dptext.privacy import PrivacyLedger, Release
@@ -30,13 +31,8 @@ FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data re
                  "are not part of the private corpus and are not covered by the guarantee.")
 LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and public "
             "few-shot examples: the documents are post-processing of the DP release.")
-_PUBLIC = ("vocab", "embedder", "epsilon_vocab", "epsilon_kde", "epsilon", "vocab_share",
-           "delta", "vocab_noise", "kde_noise", "terms_per_doc", "vocab_size", "method",
-           "ensemble", "length", "features", "bandwidth", "sampling", "contrastive_keep",
-           "max_terms_per_doc", "windows_per_doc", "labels", "epsilon_labels",
-           "label_set_share", "epsilon_label_set", "vocab_noise_terms", "model", "select",
-           "mixture", "validation_share", "terms_share", "selection_split", "selection_share",
-           "selection_margin")
+FORM_NOTE = ("Each prompt also states a form (length, shape, links, tone) drawn from its "
+             "class's DP form profile (the 'form profile' release): post-processing too.")
 
 
 def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
@@ -51,10 +47,11 @@ def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
             "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
 
 
-def seeder_parameters(seeder: KeyphraseSeeder) -> dict[str, Any]:
-    """The public parameters of a seeder, for the report (released choices only)."""
-    out = {n: v if isinstance(v := getattr(seeder, n), str | int | float | tuple | type(None))
-           else str(v) for n in _PUBLIC}
+def seeder_parameters(seeder: KeyphraseSeeder, labelled: bool = True) -> dict[str, Any]:
+    """The public parameters of a seeder, for the report: those its plan for a labelled
+    (True: the upper bound) or unlabelled corpus reads (``parameters.plan_parameters``),
+    and the released choices (S, the model)."""
+    out = plan_parameters(seeder, seeder.plan(labelled))
     if getattr(seeder, "terms_per_doc_", 0):
         out["terms_per_doc_used"] = seeder.terms_per_doc_  # given, or privately chosen
     if getattr(seeder, "selection_", None):  # released choices only (no scores)
@@ -167,8 +164,14 @@ class KPSGenerator(BaseGenerator):
         seqs = seeder.sample(per_class, total=self.documents, rng=rng)
         ctx.say(f"drew {len(seqs)} DP keyphrase sequences")
         notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
-        return {"sequences": [s.to_dict() for s in seqs],
-                "parameters": seeder_parameters(seeder), "notes": notes}
+        state = {"sequences": [s.to_dict() for s in seqs],
+                 "parameters": seeder_parameters(seeder, corpus.labels is not None),
+                 "notes": notes}
+        if seeder.form_profile_ is not None:
+            ctx.say("drew a form for each sequence from its class's DP form profile")
+            notes.append(FORM_NOTE)
+            state["form_profile"] = seeder.form_profile_.to_dict()
+        return state
 
     def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
         from dptext.llm import (

@@ -71,6 +71,11 @@ class SeederOptions:
     selection_margin: float = SELECTION_MARGIN
     histogram_terms: int = 5000  # most kept histogram columns in Ṽ
     selection_sequences: int = 200  # sequences per class per candidate, to score it
+    # the form profile (kps/form.py): per class, the noisy sum of the documents' public
+    # form features, and a form drawn with each sequence. Opt-in until benchmarked
+    form: bool = False
+    form_share: float = 0.1  # of a total epsilon, for the form profile
+    epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
 
     def validate(self) -> None:
         """Refuse options out of range, before any release (plain ValueErrors)."""
@@ -94,6 +99,11 @@ class SeederOptions:
                 and self.epsilon_labels >= 0):
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
         positive("epsilon_label_set", self.epsilon_label_set)
+        positive("epsilon_form", self.epsilon_form)
+        if not isinstance(self.form, bool):
+            raise ValueError(f"form must be True or False, got {self.form!r}")
+        if not (number(self.form_share) and 0 < self.form_share < 1):
+            raise ValueError(f"form_share must be in (0, 1), got {self.form_share!r}")
         if not (number(self.label_set_share) and 0 < self.label_set_share < 1):
             raise ValueError(f"label_set_share must be in (0, 1), got {self.label_set_share!r}")
         if self.epsilon is not None and self.epsilon_labels >= self.epsilon:
@@ -160,7 +170,7 @@ class SeederOptions:
         if self.model in ("histogram", "smoothed", "hybrid") and self.method != "independent":
             raise ValueError(f"model={self.model!r} samples independently; method="
                              f"'iterative' needs model='kde' (or 'auto')")
-        if "gaussian" in (self.vocab_noise, self.kde_noise) and not (
+        if ("gaussian" in (self.vocab_noise, self.kde_noise) or self.form) and not (
                 number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
 

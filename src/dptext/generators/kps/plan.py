@@ -6,7 +6,8 @@ Each stage (``stages.py``) states the releases it will make and makes them, so
 (``budget.noise_specs``) and each stage takes its share. The paper's path (the KDE
 without selection: the DP vocabulary, then the sketches over it) is one list
 (``PAPER``); the keyphrase models' (the class × term histogram, optionally the sketches,
-then a private choice among the candidate models) another (``MODELS_PATH``).
+then a private choice among the candidate models) another (``MODELS_PATH``). Both end
+with the form profile when ``form`` is on (``stages.FormProfileStage``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ FLOOR_FACTORS = (1.0, 10.0)
 #: the paper's path (appendix B): the DP vocabulary Ṽ, then the KDE sketches over it
 PAPER = (stages.LabelSet(), stages.TermsPerDocument(), stages.Vocabulary(),
          stages.LabelCounts(), stages.Embedding(always=True),
-         stages.KdeSketches(always=True), stages.SketchModel())
+         stages.KdeSketches(always=True), stages.SketchModel(), stages.FormProfileStage())
 #: the keyphrase models: the class × term histogram (it also gives Ṽ), the sketches over
 #: Ṽ when a candidate needs them, the private choice among the candidates
 MODELS_PATH = (stages.LabelSet(), stages.TermsPerDocument(), stages.SelectionFolds(),
                stages.ClassTermHistogram(), stages.LabelCounts(),
                stages.Embedding(always=False), stages.KdeSketches(always=False),
-               stages.ModelSelection())
+               stages.ModelSelection(), stages.FormProfileStage())
 
 
 def model_family(options) -> tuple[str, bool, tuple[str, ...]]:
@@ -140,8 +141,8 @@ def resolve(options, labelled: bool = True) -> Plan:
         selection_epsilon = specs["selection"].epsilon if "selection" in specs else 0.0
     else:  # a holdout fold holds other documents than the fit fold (parallel composition):
         # it may cost what the fit fold's releases add to those made on all documents (the
-        # label stages and S's choice), so the run's ε does not grow
-        on_all = [specs[s] for s in (LABEL_SET, "labels", "terms") if s in specs]
+        # label stages, S's choice and the form profile), so the run's ε does not grow
+        on_all = [specs[s] for s in (LABEL_SET, "labels", "terms", "form") if s in specs]
         selection_epsilon = composed_epsilon(on_all + list(model_specs.values())) \
             - composed_epsilon(on_all)
     plan = Plan(stages=(), candidates=candidates, specs=specs,

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dptext.generators.kps.form import FORM_NAME
 from dptext.generators.kps.selection import SELECTION_NAME
 from dptext.kde.terms_per_doc import TERMS_CHOICE_NAME
 from dptext.privacy import NoiseSpec, gaussian_noise_multiplier
+from dptext.text.form import FORM_BLOCKS
 
 ASSUMED_KERNEL_CONTRAST = 0.1  # typical spread of kernel values between related/unrelated terms
 
@@ -82,6 +84,11 @@ def summary_lines(seeder) -> list[str]:
     if eps is not None:
         lines.append(f"terms per document: S = {seeder.terms_per_doc_}, chosen privately "
                      f"from the documents' counts of public terms (ε = {eps:.3g})")
+    eps = next((r.epsilon for r in seeder.ledger_.releases if r.name == FORM_NAME), None)
+    if eps is not None:
+        lines.append(f"form profile: per class, {len(FORM_BLOCKS)} public form features "
+                     f"released (ε = {eps:.3g}, parallel over classes); a form drawn from "
+                     "it is stated in each sequence's prompt")
     sel = seeder.selection_
     if not sel or sel["chosen"] is None:
         return lines

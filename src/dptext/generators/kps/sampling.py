@@ -3,7 +3,7 @@ at no privacy cost however often it is called."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,17 +13,21 @@ from dptext.kde.sampler import SamplingStats
 
 @dataclass(frozen=True)
 class KeyphraseSequence:
-    """One DP keyphrase sequence and the class it was drawn for."""
+    """One DP keyphrase sequence and the class it was drawn for; ``form``: the form drawn
+    with it from the class's released form profile, in plain words (None: no profile)."""
 
     label: str | None
     keyphrases: tuple[str, ...]
+    form: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "keyphrases": list(self.keyphrases)}
+        return {"label": self.label, "keyphrases": list(self.keyphrases),
+                **({} if self.form is None else {"form": self.form})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KeyphraseSequence:
-        return cls(label=d.get("label"), keyphrases=tuple(d["keyphrases"]))
+        return cls(label=d.get("label"), keyphrases=tuple(d["keyphrases"]),
+                   form=d.get("form"))
 
 
 def class_sizes(labels: list, counts: dict | None, n_per_class: int | None = None,
@@ -59,3 +63,16 @@ def draw_sequences(model, vocabulary: tuple[str, ...], sizes: dict, length: int,
         for row, valid in zip(terms, pos >= 0, strict=True):
             out.append(KeyphraseSequence(label, tuple(row[valid].tolist())))
     return out
+
+
+def with_forms(sequences: list[KeyphraseSequence], profile,
+               rng: np.random.Generator) -> list[KeyphraseSequence]:
+    """Each sequence with a form drawn from its class's released ``profile``
+    (``kps.form.FormProfile``): post-processing, with the public ``rng``."""
+    labels = [s.label for s in sequences]
+    forms: list[str | None] = [None] * len(sequences)
+    for label in dict.fromkeys(labels):
+        where = [i for i, x in enumerate(labels) if x == label]
+        for i, form in zip(where, profile.draw(label, len(where), rng), strict=True):
+            forms[i] = form
+    return [replace(s, form=f) for s, f in zip(sequences, forms, strict=True)]

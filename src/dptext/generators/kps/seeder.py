@@ -15,7 +15,9 @@ plan to the corpus's persistent budget, as the run engine does (``fit``):
    declared labels the label set's noisy counts serve, at no further cost);
 3. per class, the noisy sums of random-Fourier-feature sketches of the documents'
    keyphrase sequences (one sketch, or the linear or logarithmic ensemble);
-4. the private choice among the candidate models, when there is one.
+4. the private choice among the candidate models, when there is one;
+5. with ``form``, per class, the noisy sum of the documents' public form features
+   (``kps/form.py``); ``sample`` then draws a form with each sequence.
 
 With a total ``epsilon`` every stage is inside the one split (``budget.py``): the
 ledger composes to that ε. ``sample`` only post-processes those releases, so it
@@ -38,7 +40,12 @@ from dptext.generators.base import check_declared_labels
 from dptext.generators.kps.options import SeederOptions
 from dptext.generators.kps.plan import Plan, candidate_specs, resolve, vocab_spec
 from dptext.generators.kps.report import ClassSignal, summary_lines
-from dptext.generators.kps.sampling import KeyphraseSequence, class_sizes, draw_sequences
+from dptext.generators.kps.sampling import (
+    KeyphraseSequence,
+    class_sizes,
+    draw_sequences,
+    with_forms,
+)
 from dptext.generators.kps.stages import Fitting
 from dptext.kde.sampler import SamplingStats
 from dptext.kde.sketch import ReleasedSketches, ensemble_blocks
@@ -69,6 +76,7 @@ class KeyphraseSeeder(SeederOptions):
     histogram_: Any = field(init=False, repr=False, default=None)  # ReleasedHistogram
     selection_: dict | None = field(init=False, repr=False, default=None)
     terms_per_doc_: int = field(init=False, repr=False, default=0)  # S used (released)
+    form_profile_: Any = field(init=False, repr=False, default=None)  # kps.form.FormProfile
 
     # ---------------------------------------------------------------- the plan
     def plan(self, labelled: bool = True) -> Plan:
@@ -148,7 +156,7 @@ class KeyphraseSeeder(SeederOptions):
                              f"({len(vocab)} terms)")
         ensemble_blocks(self.method, self.length, self.ensemble)  # checked before releases
         self.ledger_ = ledger
-        self.label_counts_ = self.label_set_ = None
+        self.label_counts_ = self.label_set_ = self.form_profile_ = None
         self.terms_per_doc_ = self.given_terms_per_doc()
         labels = [None] if corpus.labels is None else list(self.labels or ())
         run = Fitting(self, plan, corpus, vocab, self.ledger_, rng, step, labels)
@@ -179,11 +187,14 @@ class KeyphraseSeeder(SeederOptions):
 
     def sample(self, n_per_class: int | None = None, *, total: int | None = None,
                rng: np.random.Generator | None = None) -> list[KeyphraseSequence]:
-        """Draw keyphrase sequences (post-processing: no privacy cost)."""
+        """Draw keyphrase sequences (post-processing: no privacy cost), each with a form
+        drawn from its class's form profile when one was released."""
         if not hasattr(self, "sketches_"):
             raise RuntimeError("call fit() before sample()")
         rng = np.random.default_rng() if rng is None else rng
         self.sampling_stats_ = SamplingStats()
-        return draw_sequences(self.model_, self.released_vocabulary_,
+        seqs = draw_sequences(self.model_, self.released_vocabulary_,
                               self.class_sizes(n_per_class, total), self.length, rng,
                               self.sampling_stats_)
+        return seqs if self.form_profile_ is None else with_forms(seqs, self.form_profile_,
+                                                                  rng)

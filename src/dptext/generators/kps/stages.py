@@ -19,6 +19,7 @@ import numpy as np
 from dptext.compute import map_sum
 from dptext.corpus import Corpus
 from dptext.generators.kps.budget import planned_release
+from dptext.generators.kps.form import FORM_GROUP, FORM_NAME, release_form_profile
 from dptext.generators.kps.models import (
     HistogramModel,
     KdeModel,
@@ -321,6 +322,24 @@ class ModelSelection(Stage):
                         "margin": o.selection_margin if f.selecting else 0.0,
                         "split": ("shared" if f.shared else "holdout") if f.selecting
                         else None}
+
+
+class FormProfileStage(Stage):
+    """Per class, the noisy sum of the documents' public form features (``kps/form.py``),
+    on every document of a released class (the last release: the others are as without
+    it)."""
+
+    def applies(self, plan) -> bool:
+        return "form" in plan.specs
+
+    def planned(self, plan) -> list[Release]:
+        return [planned_release(FORM_NAME, plan.specs["form"], FORM_GROUP)]
+
+    def run(self, f: Fitting) -> None:
+        f.step("DP form profile")
+        items = zip(f.corpus.texts, class_ids(f.corpus, f.labels).tolist(), strict=True)
+        f.seeder.form_profile_ = release_form_profile(items, f.labels, f.plan.specs["form"],
+                                                      f.ledger)
 
 
 def candidate_models(o, candidates, hist, kde: KdeModel | None,

@@ -1,0 +1,83 @@
+"""DP-KPS's form profile: per class, the noisy sum of the documents' form vectors
+(``dptext.text.form``), and the forms drawn from it, one per keyphrase sequence.
+
+Neighbouring relation: add/remove one document. A document's form vector is one-hot in
+each of the ``FORM_BLOCKS`` blocks, so it moves its class's sum by exactly √blocks in L2
+(``form_sensitivity``), whatever the text; documents in no class move nothing. The
+classes hold disjoint documents, so the per-class releases compose in parallel (one
+``FORM_GROUP``). No count is released: each block of a class's noisy sum, clipped at 0
+and normalised, is a distribution over that block's values (post-processing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dptext.compute import map_sum
+from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.text.form import FORM_BLOCKS, OFFSETS, FormCounts, form_instruction, form_norm_bound
+
+FORM_NAME = "form profile"
+FORM_GROUP = "form"
+#: noisy sums at most this many noise standard deviations are read as 0: of a block's
+#: cells that hold no document about 2 % pass (a link block of 20 values: ~0.5 cells)
+FLOOR_SIGMAS = 2.0
+
+
+def form_sensitivity() -> Sensitivity:
+    """How far one document moves its class's form sum: one 1 per block."""
+    l1, l2 = form_norm_bound()
+    return Sensitivity(l1=l1, l2=l2, reason=f"one document adds a one-hot vector in each of "
+                       f"the {len(FORM_BLOCKS)} public form blocks to its class's sum")
+
+
+@dataclass(frozen=True)
+class FormProfile:
+    """Per class, the released noisy form sum, and the noise's standard deviation (public:
+    the ledger records it)."""
+
+    sums: dict  # label → noisy sum, (FORM_DIMENSION,)
+    noise_scale: float
+
+    def distributions(self, label) -> list[np.ndarray]:
+        """Per block, the probabilities of its values: the noisy sums above the noise floor
+        (``FLOOR_SIGMAS``), normalised; a block with none above it puts all its weight on
+        its largest noisy sum (post-processing of the release)."""
+        row = np.asarray(self.sums[label], dtype=np.float64)
+        floor = FLOOR_SIGMAS * self.noise_scale
+        out = []
+        for start, values in zip(OFFSETS, FORM_BLOCKS.values(), strict=True):
+            block = row[start:start + len(values)]
+            kept = np.where(block > floor, block, 0.0)
+            if kept.sum() <= 0:
+                kept = (np.arange(len(block)) == np.argmax(block)).astype(np.float64)
+            out.append(kept / kept.sum())
+        return out
+
+    def draw(self, label, n: int, rng: np.random.Generator) -> list[str]:
+        """``n`` forms of class ``label``, each block drawn independently, in plain words."""
+        drawn = [np.asarray(values, dtype=object)[rng.choice(len(values), size=n, p=p)]
+                 for values, p in zip(FORM_BLOCKS.values(), self.distributions(label),
+                                      strict=True)]
+        return [form_instruction(dict(zip(FORM_BLOCKS, column, strict=True)))
+                for column in zip(*drawn, strict=True)] if n > 0 else []
+
+    def to_dict(self) -> dict:
+        return {"blocks": {b: list(v) for b, v in FORM_BLOCKS.items()},
+                "noise_scale": self.noise_scale,
+                "classes": [{"label": c, "sums": np.asarray(s).round(3).tolist()}
+                            for c, s in self.sums.items()]}
+
+
+def release_form_profile(items, labels: list, noise: NoiseSpec, ledger: PrivacyLedger,
+                         fold: str | None = None) -> FormProfile:
+    """The per-class form sums of ``items`` ((text, class id) pairs; −1: in no class): exact
+    integer sums over batches on the current engine, then the noise once per class."""
+    exact = map_sum(FormCounts(len(labels)), list(items)).astype(np.float64)
+    sens = form_sensitivity()
+    sums = {label: release(exact[k], sens, noise, ledger=ledger, name=FORM_NAME,
+                           partition=f"class={label}", parallel_group=FORM_GROUP, fold=fold)
+            for k, label in enumerate(labels)}
+    return FormProfile(sums, ledger.releases[-1].noise_scale if sums else 0.0)
