@@ -107,7 +107,9 @@ def installation_salt(home: Path | None = None) -> bytes:
     folder = _ledgers(home)
     path = folder / SALT_FILE
     if not path.is_file():
-        if any(_keyed_content_ledgers(folder)):
+        # a keyed ledger is written only after its salt, so the salt is checked again
+        # after the ledgers: another process may have made both since the first check
+        if any(_keyed_content_ledgers(folder)) and not path.is_file():
             raise ValueError(
                 f"the ledger salt {path} is missing, but ledgers keyed by it exist in "
                 f"{folder}: without it their spend is lost. Restore it from a backup.")
