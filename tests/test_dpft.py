@@ -270,10 +270,18 @@ def test_pplm_steers_towards_the_head(tiny):
     assert plain != steered
 
 
-def test_filter_logits_top_k_and_top_p():
+def filter_logits(logits, top_k: int, top_p: float):
+    """The kept candidates' logits in place, the others -inf."""
     import torch
 
-    from dptext.generators.dpft.sample import filter_logits
+    from dptext.generators.dpft.sample import kept_candidates
+
+    values, order = kept_candidates(logits, top_k, top_p)
+    return torch.full_like(logits, -float("inf")).scatter(-1, order, values)
+
+
+def test_filter_logits_top_k_and_top_p():
+    import torch
 
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     kept = torch.isfinite(filter_logits(logits, 3, 1.0))
@@ -298,7 +306,7 @@ def test_sample_next_draws_from_the_filtered_distribution():
     """Drawn among the kept candidates only, with their softmax probabilities."""
     import torch
 
-    from dptext.generators.dpft.sample import filter_logits, sample_next
+    from dptext.generators.dpft.sample import sample_next
 
     x = torch.randn(1, 200, generator=torch.Generator().manual_seed(1))
     p = torch.softmax(filter_logits(x, 20, 0.9), -1)[0]

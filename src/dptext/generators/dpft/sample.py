@@ -44,7 +44,7 @@ def prompt_ids(tok, codes: str, with_codes: bool = True) -> list[int]:
     return [*ids, tok.dpft_sep_id]
 
 
-def _candidates(logits: torch.Tensor, top_k: int, top_p: float
+def kept_candidates(logits: torch.Tensor, top_k: int, top_p: float
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(values, token ids) of the tokens top-k (and any tied with the k-th) then top-p
     keep, sorted, the dropped ones -inf. With top-k only the kept candidates are sorted,
@@ -63,18 +63,11 @@ def _candidates(logits: torch.Tensor, top_k: int, top_p: float
     return values, order
 
 
-def filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
-    """Keep the top-k tokens (and any tied with the k-th), then the smallest set with
-    probability ≥ top_p; the others -inf."""
-    values, order = _candidates(logits, top_k, top_p)
-    return torch.full_like(logits, -float("inf")).scatter(-1, order, values)
-
-
 def sample_next(logits: torch.Tensor, top_k: int, top_p: float,
                 gen: torch.Generator) -> torch.Tensor:
     """One token per row from the filtered distribution, drawn among the kept candidates
     only (not over the whole vocabulary): ids of shape (rows, 1)."""
-    values, order = _candidates(logits, top_k, top_p)
+    values, order = kept_candidates(logits, top_k, top_p)
     pick = torch.multinomial(torch.softmax(values, -1), 1, generator=gen)
     return order.gather(-1, pick)
 
