@@ -20,10 +20,11 @@ Models (``--models``): ``default`` (``KeyphraseSeeder()`` as it is at the commit
 runs), ``auto`` (``select="auto"``), or a model name (``model=NAME, select="none"``).
 Each cell is appended to ``results.jsonl`` in ``--work-dir`` (outside the repository),
 keyed by corpus, model, ε, seed, sizes and the tree of ``src/``; a rerun skips finished
-cells, so an interrupted run resumes. Whole test documents (and the ceiling's training
-documents) are embedded once per corpus and their embeddings cached there as .npy;
-no text is written. ``--report`` writes the table from the JSONL without running
-anything (``--write``: into docs/benchmarks.md).
+cells, so an interrupted run resumes (``--resume``: from other stores too, e.g. a
+committed copy). Whole test documents (and the ceiling's training documents) are
+embedded once per corpus and their embeddings cached there as .npy; no text is
+written. ``--report`` writes the table from the JSONL without running anything
+(``--write``: into docs/benchmarks.md).
 
     nice -n 10 python benchmarks/bench_keyphrase_models.py --epsilons 6,inf --seeds 0,1,2
     python benchmarks/bench_keyphrase_models.py --epsilons 1,3,6,10,inf --report --write
@@ -31,105 +32,47 @@ anything (``--write``: into docs/benchmarks.md).
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import hashlib
-import json
 import math
 import os
-import subprocess
 import time
 import warnings
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from bench_keyphrase_utility import exact_vocabulary, sample
 from dptext.corpus import read_corpus
 from dptext.embed import load_embedder
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.text.vocabulary import load_vocabulary
+from harness.options import add_list, study_parser
+from harness.provenance import command_line, first_commit_with_src, src_tree
+from harness.report import markdown_table, record
+from harness.stats import eps_name, mean_sd
+from harness.store import ResultStore
 from keyphrase_protocol import (
     KeyphraseClassifierProtocol,
+    TimedEmbedder,
     WholeDocumentProtocol,
     document_keyphrases,
     embed_strings,
+    exact_vocabulary,
     fit_classifier,
+    make_seeder,
+    sample,
 )
-from record import bench_dir, command_line
 
 CORPORA = ("bbc-news", "health-tweets", "complaints", "banking77", "drug-reviews")
-INF_EPSILON = 1e3  # "ε → ∞": KeyphraseSeeder needs a finite ε (rows record the one used)
-DELTA = 1e-5
 TEST_DOCS = 2000  # a fixed sample of each test split (seed 0), for time
 CEILING_DOCS = 4000  # a fixed sample of each train split for the real-data ceilings
 LONG_DOCUMENT_WORDS = 100  # corpora whose median document is longer get half of both caps
-ROOT = Path(__file__).resolve().parent.parent
+#: a row's cell: a ceiling has kind, corpus, test_docs and ceiling_docs_cap; a cell the rest
+KEY = ("kind", "corpus", "model", "epsilon", "seed", "test_docs", "ceiling_docs_cap", "src")
 
 
 def per_class(n_classes: int) -> int:
     """Sequences per class: 500, or 300 where there are many classes (Banking77)."""
     return 500 if n_classes <= 16 else 300
-
-
-def default_work_dir() -> Path:
-    return bench_dir("keyphrase-models")
-
-
-def src_tree() -> str:
-    """The git tree of ``src/``: results are keyed by the code that produced them."""
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD:src"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def eps_name(eps: float) -> str:
-    return "∞" if math.isinf(eps) else f"{eps:g}"
-
-
-class TimedEmbedder:
-    """Wraps the MiniLM embedder: counts the seconds spent embedding (the fit-time target
-    excludes them) and memoises vectors in memory only (never on disk). Given to ``fit``,
-    and used for the test documents' keyphrases, which repeat across cells."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.seconds, self._memo = inner, inner.name, 0.0, {}
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def encode(self, phrases, *, show_progress: bool = False) -> np.ndarray:
-        t = time.perf_counter()
-        missing = list(dict.fromkeys(p for p in phrases if p not in self._memo))
-        if missing:
-            for p, v in zip(missing, self.inner.encode(missing), strict=True):
-                self._memo[p] = v
-        out = np.asarray([self._memo[p] for p in phrases], dtype=np.float32).reshape(
-            len(phrases), self.dim)
-        self.seconds += time.perf_counter() - t
-        return out
-
-
-def make_seeder(model: str, eps: float, embedder) -> KeyphraseSeeder:
-    """``default``: the constructor's defaults; ``auto``: private selection; else one model."""
-    names = {f.name for f in dataclasses.fields(KeyphraseSeeder)}
-    kw: dict = {"epsilon": INF_EPSILON if math.isinf(eps) else eps, "delta": DELTA,
-                "embedder": embedder}
-    if "allow_noisy_classes" in names:  # small classes: run and report, do not stop
-        kw["allow_noisy_classes"] = True
-    if model == "auto":
-        kw["select"] = "auto"
-    elif model != "default":
-        kw.update(model=model, select="none")
-    missing = (set(kw) - names)
-    if missing:
-        raise SystemExit(f"model {model!r} needs KeyphraseSeeder({', '.join(sorted(missing))}=…), "
-                         "which this commit does not have; see --models")
-    return KeyphraseSeeder(**kw)
 
 
 class CorpusBench:
@@ -219,54 +162,7 @@ class CorpusBench:
                 "warnings": sorted({str(w.message)[:300] for w in caught})}
 
 
-# ------------------------------------------------------------------ results file
-def load_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def append_row(path: Path, row: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(row) + "\n")
-
-
-def cell_key(corpus: str, model: str, eps: float, seed: int, test_docs: int, src: str) -> tuple:
-    return ("cell", corpus, model, eps_name(eps), seed, test_docs, src)
-
-
-def row_key(r: dict) -> tuple:
-    if r["kind"] == "ceiling":
-        return ("ceiling", r["corpus"], r["test_docs"], r["ceiling_docs_cap"])
-    eps = math.inf if r["epsilon"] == "∞" else float(r["epsilon"])
-    return cell_key(r["corpus"], r["model"], eps, r["seed"], r["test_docs"], r["src"])
-
-
 # ------------------------------------------------------------------ report
-def mean_sd(values: list[float]) -> str:
-    if not values:
-        return "–"
-    v = np.asarray(values)
-    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if v.size > 1 else f"{v[0]:.3f} (1 seed)"
-
-
-@cache
-def first_commit_with_src(tree: str) -> str:
-    """The oldest commit in this branch's history whose ``src/`` is ``tree`` (or the tree)."""
-    try:
-        commits = subprocess.run(["git", "rev-list", "--reverse", "HEAD"], cwd=ROOT, check=True,
-                                 capture_output=True, text=True).stdout.split()
-        trees = subprocess.run(["git", "rev-parse", *(f"{c}:src" for c in commits)],
-                               cwd=ROOT, check=True, capture_output=True, text=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return f"src tree {tree}"
-    for c, t in zip(commits, trees, strict=False):
-        if t.startswith(tree):
-            return f"src/ as at commit {c[:7]}"
-    return f"src tree {tree}"
-
-
 def model_label(r: dict, src: str) -> str:
     """The model's name, with the code it ran at when that is not the current ``src/``."""
     return r["model"] if r["src"] == src else f"{r['model']} ({first_commit_with_src(r['src'])})"
@@ -279,8 +175,6 @@ def terms_per_doc(r: dict) -> str:
 
 
 def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
-    from record import markdown_table
-
     ceil = {r["corpus"]: r for r in rows if r["kind"] == "ceiling"
             and r["test_docs"] == args.test_docs and r["ceiling_docs_cap"] == args.ceiling_docs}
     cells: dict[tuple, list[dict]] = {}
@@ -333,8 +227,6 @@ def report(rows: list[dict], args, src: str) -> tuple[str, list[str]]:
 
 
 def speed_table(rows: list[dict], src: str) -> str:
-    from record import markdown_table
-
     out = []
     mine = [r for r in rows if r["kind"] == "cell" and r["corpus"] == "health-tweets"]
     for label in dict.fromkeys(model_label(r, src) for r in mine):
@@ -359,8 +251,6 @@ README_NAMES = {"bbc-news": "BBC News (5 topics)",
 def readme_table(rows: list[dict], args, src: str) -> str:
     """The README's table: whole-document accuracy (B) of the first ``--models`` entry at
     the current ``src/``, per ε, beside the ceiling and the ε → ∞ limit."""
-    from record import markdown_table
-
     model, finite = args.models[0], [e for e in args.epsilons if not math.isinf(e)]
     ceil = {r["corpus"]: r for r in rows if r["kind"] == "ceiling"
             and r["test_docs"] == args.test_docs and r["ceiling_docs_cap"] == args.ceiling_docs}
@@ -391,65 +281,55 @@ def readme_table(rows: list[dict], args, src: str) -> str:
 
 
 # ------------------------------------------------------------------ main
+def run_cells(args, store: ResultStore, src: str) -> None:
+    """Every ceiling and cell of the grid that ``store`` does not hold yet."""
+    embedder = load_embedder("minilm")  # no disk cache: it embeds real documents
+    timed = TimedEmbedder(embedder)
+    for corpus in args.corpora:
+        bench = CorpusBench(corpus, embedder, args.work_dir, args.test_docs, args.ceiling_docs)
+        ceiling = {"kind": "ceiling", "corpus": corpus, "test_docs": args.test_docs,
+                   "ceiling_docs_cap": args.ceiling_docs}
+        if not store.has(ceiling):
+            t = time.perf_counter()
+            row = {**ceiling, **bench.ceilings()}
+            store.add(row)
+            print(f"{corpus}: ceilings A {row['ceiling_A']:.3f}, B {row['ceiling_B']:.3f}, "
+                  f"majority {row['majority']:.3f} ({time.perf_counter() - t:.0f} s)",
+                  flush=True)
+        for eps in args.epsilons:
+            for seed in args.seeds:
+                for model in args.models:
+                    cell = {"kind": "cell", "corpus": corpus, "model": model,
+                            "epsilon": eps_name(eps), "seed": seed, "test_docs": args.test_docs,
+                            "src": src}
+                    if store.has(cell):
+                        continue
+                    t = time.perf_counter()
+                    load = os.getloadavg()[0]
+                    out = bench.cell(model, eps, seed, timed)
+                    row = {**cell, "per_class": bench.per_class, "load": load,
+                           "command": command_line(), **out, "wall_s": time.perf_counter() - t}
+                    store.add(row)
+                    print(f"{corpus} {model} ε={eps_name(eps)} seed {seed}: "
+                          f"A {out['acc_A']:.3f}  B {out['acc_B']:.3f}  |Ṽ| {out['vocab']}  "
+                          f"fit {out['fit_s']:.1f} s  wall {row['wall_s']:.0f} s", flush=True)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpora", default=",".join(CORPORA))
-    ap.add_argument("--epsilons", default="6,inf", help="comma list; inf = ε → ∞")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--models", default="default",
-                    help="comma list of default, auto, or model names (kde, histogram, hybrid)")
+    ap = study_parser(__doc__, corpora=CORPORA, epsilons=[6, math.inf], seeds=[0, 1, 2],
+                      work_dir="keyphrase-models", store=True, report=True)
+    add_list(ap, "--models", default=["default"],
+             help="default, auto, or model names (kde, histogram, hybrid)")
     ap.add_argument("--test-docs", type=int, default=TEST_DOCS)
     ap.add_argument("--ceiling-docs", type=int, default=CEILING_DOCS)
-    ap.add_argument("--work-dir", type=Path, default=None,
-                    help="results and embeddings (default: $DPTEXT_BENCH_DIR or "
-                         "~/.cache/dptext-bench, then keyphrase-models/)")
-    ap.add_argument("--report", action="store_true", help="only write the table from the JSONL")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     ap.add_argument("--readme", action="store_true",
                     help="print the README's \"What you get at what ε\" table (first model)")
     args = ap.parse_args()
-    args.corpora = args.corpora.split(",")
-    args.epsilons = [float(e) for e in args.epsilons.split(",")]
-    args.seeds = [int(s) for s in args.seeds.split(",")]
-    args.models = args.models.split(",")
-    work = args.work_dir or default_work_dir()
-    results = work / "results.jsonl"
+    store = ResultStore(args.work_dir / "results.jsonl", KEY, resume=args.resume)
     src = src_tree()
-    done = {row_key(r) for r in load_rows(results)}
     if not args.report:
-        embedder = load_embedder("minilm")  # no disk cache: it embeds real documents
-        timed = TimedEmbedder(embedder)
-        for corpus in args.corpora:
-            bench = CorpusBench(corpus, embedder, work, args.test_docs, args.ceiling_docs)
-            key = ("ceiling", corpus, args.test_docs, args.ceiling_docs)
-            if key not in done:
-                t = time.perf_counter()
-                row = {"kind": "ceiling", "corpus": corpus, "test_docs": args.test_docs,
-                       "ceiling_docs_cap": args.ceiling_docs, **bench.ceilings()}
-                append_row(results, row)
-                print(f"{corpus}: ceilings A {row['ceiling_A']:.3f}, B {row['ceiling_B']:.3f}, "
-                      f"majority {row['majority']:.3f} ({time.perf_counter() - t:.0f} s)",
-                      flush=True)
-            for eps in args.epsilons:
-                for seed in args.seeds:
-                    for model in args.models:
-                        key = cell_key(corpus, model, eps, seed, args.test_docs, src)
-                        if key in done:
-                            continue
-                        t = time.perf_counter()
-                        load = os.getloadavg()[0]
-                        out = bench.cell(model, eps, seed, timed)
-                        row = {"kind": "cell", "corpus": corpus, "model": model,
-                               "epsilon": eps_name(eps), "seed": seed,
-                               "test_docs": args.test_docs, "per_class": bench.per_class,
-                               "src": src, "load": load, "command": command_line(), **out,
-                               "wall_s": time.perf_counter() - t}
-                        append_row(results, row)
-                        done.add(key)
-                        print(f"{corpus} {model} ε={eps_name(eps)} seed {seed}: "
-                              f"A {out['acc_A']:.3f}  B {out['acc_B']:.3f}  |Ṽ| {out['vocab']}  "
-                              f"fit {out['fit_s']:.1f} s  wall {row['wall_s']:.0f} s", flush=True)
-    rows = load_rows(results)
+        run_cells(args, store, src)
+    rows = store.rows()
     body, missing = report(rows, args, src)
     chosen: dict[tuple, list[str]] = {}
     for r in rows:
@@ -496,8 +376,6 @@ def main() -> None:
         print(readme_table(rows, args, src))
         return
     if args.write:
-        from record import record
-
         record("keyphrase-models", "Keyphrase models on five corpora: table-5 protocol and "
                "whole-document yardstick", text)
     else:

@@ -17,7 +17,6 @@ released-vocabulary terms of each real test document. Beside them:
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -27,7 +26,14 @@ from dptext.corpus import read_corpus
 from dptext.embed import load_embedder
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.text.vocabulary import load_vocabulary
-from keyphrase_protocol import KeyphraseClassifierProtocol, document_keyphrases
+from harness.options import study_parser
+from harness.report import markdown_table, record
+from keyphrase_protocol import (
+    KeyphraseClassifierProtocol,
+    document_keyphrases,
+    exact_vocabulary,
+    sample,
+)
 
 GRID = [(1.0, 5.0), (5.0, 5.0), (1.0, 10.0), (5.0, 10.0)]
 TOTALS = [6.0, 10.0]  # --grid total: one ε for the run, split by vocab_share
@@ -36,23 +42,6 @@ PAPER = dict(vocab_noise="laplace", kde_noise="laplace", terms_per_doc=10,
 L = 10
 TEST_DOCS = 2000  # test documents per dataset (a fixed sample, for time)
 CEILING_DOCS = 10_000  # training documents for ceilings (a fixed sample, for time)
-
-
-def sample(corpus, n, seed=0):
-    if len(corpus) <= n:
-        return corpus
-    return corpus.subset(np.random.default_rng(seed).choice(len(corpus), n, replace=False))
-
-
-def exact_vocabulary(corpus, vocab, seeder: KeyphraseSeeder) -> tuple[str, ...]:
-    """Non-private top-N over the same first-S-distinct counts (ceiling A only); S as
-    given, or the per-stage S where the seeder chooses it privately."""
-    firsts = vocab.extractor().extract_many(corpus.texts,
-                                            max_terms=seeder.given_terms_per_doc(),
-                                            distinct=True)
-    counts = np.bincount(np.concatenate(firsts), minlength=len(vocab))
-    top = np.argsort(-counts, kind="stable")[: seeder.vocab_size]
-    return tuple(vocab.terms[i] for i in top[counts[top] > 0])
 
 
 def run_dataset(name: str, embedder, per_class: int, rows: list, grid: str,
@@ -97,22 +86,18 @@ def run_dataset(name: str, embedder, per_class: int, rows: list, grid: str,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--datasets", default="bbc-news,health-tweets")
+    ap = study_parser(__doc__, corpora=["bbc-news", "health-tweets"])
     ap.add_argument("--per-class", type=int, default=1000)
     ap.add_argument("--grid", choices=("stages", "total"), default="stages",
                     help="stages: the (ε_voc, ε_kde) grid; total: one ε split by vocab_share")
     ap.add_argument("--test-docs", type=int, default=TEST_DOCS)
     ap.add_argument("--ceiling-docs", type=int, default=CEILING_DOCS)
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     embedder = load_embedder("minilm")  # no disk cache: it embeds real documents' keyphrases
     rows: list = []
-    for name in args.datasets.split(","):
+    for name in args.corpora:
         run_dataset(name, embedder, args.per_class, rows, args.grid, args.test_docs,
                     args.ceiling_docs)
-    from record import markdown_table, record
-
     d = KeyphraseSeeder()
     body = (
         f"Table-5 protocol: MiniLM + logistic regression trained on {args.per_class} DP "
@@ -131,8 +116,9 @@ def main() -> None:
                           "ceiling A (non-private)", "accuracy / A"], rows)
     )
     if args.write:
-        record(f"keyphrase-utility-{args.datasets}-{args.grid}",
-               f"DP keyphrase sequences without an LLM (table 5): {args.datasets}, "
+        corpora = ",".join(args.corpora)
+        record(f"keyphrase-utility-{corpora}-{args.grid}",
+               f"DP keyphrase sequences without an LLM (table 5): {corpora}, "
                f"{args.grid} budgets", body)
     else:
         print(body)

@@ -21,19 +21,20 @@ corpus standing in for private data.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import numpy as np
 
-from bench_keyphrase_models import INF_EPSILON, TimedEmbedder, eps_name, make_seeder, mean_sd
 from dptext.corpus import read_corpus
 from dptext.embed import load_embedder
 from dptext.evaluate.data import Labelled, from_corpus
 from dptext.evaluate.membership import TARGET_FPR
 from dptext.evaluate.suite import EvalConfig, evaluate
-from record import markdown_table, record
+from harness.options import study_parser
+from harness.report import markdown_table, record
+from harness.stats import eps_name, mean_sd
+from keyphrase_protocol import INF_EPSILON, TimedEmbedder, make_seeder
 
 PER_CLASS = 500
 ATTACKS = {"embedding_distance": "embedding distance", "rare_ngrams": "rare n-grams"}
@@ -85,13 +86,8 @@ def summary_rows(name: str, eps: str, results: list[dict]) -> list[list]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--epsilons", default="6,inf")
-    ap.add_argument("--write", action="store_true")
-    args = ap.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
-    epsilons = [math.inf if e == "inf" else float(e) for e in args.epsilons.split(",")]
+    args = study_parser(__doc__, epsilons=[6, math.inf], seeds=[0, 1, 2]).parse_args()
+    seeds, epsilons = args.seeds, args.epsilons
     train = read_corpus("demo:bbc-news/train")
     private, test = from_corpus(train), from_corpus(read_corpus("demo:bbc-news/test"))
     timed = TimedEmbedder(load_embedder("minilm"))  # in-memory memo only: real documents

@@ -36,7 +36,7 @@ def record(name: str, title: str, body: str, doc: Path | None = None) -> None:
         text.rstrip() + "\n\n" + section + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
-    print(f"wrote section {name!r} of {doc.name}")
+    print(f"wrote section {name!r} of {doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc}")
 
 
 def record_readme(name: str, body: str, readme: Path = README) -> None:
