@@ -29,25 +29,8 @@ for _var in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "TTY_INTERACTIVE", "T
 import pytest  # noqa: E402
 
 from eval_fixtures import bbc_report  # noqa: E402,F401  (session fixture: a real evaluation report)
+from isolation import _dptext_home, _prompt_cache  # noqa: E402,F401  (autouse: own state)
 from ray_cluster import cluster  # noqa: E402,F401  (session fixture: a loopback Ray cluster)
-
-
-@pytest.fixture(autouse=True)
-def _dptext_home(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("dptext-home")
-    monkeypatch.setenv("DPTEXT_HOME", str(home))
-    return home
-
-
-@pytest.fixture(autouse=True)
-def _prompt_cache(tmp_path_factory, monkeypatch):
-    """Every test its own prompt cache: a completion cached by one test (or by a user of
-    this machine) must not answer another test's prompt; the models under $DPTEXT_CACHE
-    are shared as before."""
-    from dptext.llm.journal import PromptCache
-
-    path = tmp_path_factory.mktemp("prompt-cache") / "llm-cache.jsonl"
-    monkeypatch.setattr(PromptCache, "default", classmethod(lambda cls: cls(path)))
 
 
 @pytest.fixture(scope="session")

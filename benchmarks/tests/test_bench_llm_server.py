@@ -4,9 +4,6 @@ servers of one model measured as one."""
 
 import json
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_llm_server
 from fault_server import FaultServer

@@ -3,18 +3,14 @@ results; the pooled figures must equal those of the raw values. Aug-PE's accurac
 iteration is pooled over seeds and set against DP-KPS's LLM calls; DP-KPS is set
 against each other method at equal ε by Welch's test."""
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-from bench_whole_documents import (
-    Pooled,
+from bench_whole_documents import augpe_by_iteration
+from harness.stats import Pooled
+from whole_documents_report import (
     augpe_against_kps,
-    augpe_by_iteration,
     augpe_curve,
     cpus_note,
     current,
@@ -195,7 +191,7 @@ def test_dp_kps_is_called_ahead_only_where_welchs_test_says_so():
 
 
 def test_holms_adjustment_steps_down_and_keeps_the_order():
-    from bench_whole_documents import holm
+    from harness.stats import holm
 
     # sorted 0.01, 0.02, 0.03, 0.04 times 4, 3, 2, 1: 0.04, 0.06, 0.06 (monotone), 0.06
     assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
@@ -219,7 +215,7 @@ def test_pate_rows_from_before_its_fixes_are_older():
 def test_the_glance_table_has_one_row_per_method_and_marks_what_differs():
     from argparse import Namespace
 
-    from bench_whole_documents import glance_table, readme_summary
+    from whole_documents_report import glance_table, readme_summary
 
     served = "openai:m@u"
     got = {("c", "real", None, 100): seeds_of(0.95, 0.96),

@@ -5,17 +5,12 @@ candidate stage too: its run then finishes here without an LLM call)."""
 
 import dataclasses
 import json
-import sys
 from argparse import Namespace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
 import dptext.llm
-from bench_whole_documents import report
 from dptext.llm import DocumentOptions, Journal, PromptBuilder, SamplingParams
 from dptext.llm.documents import first_attempt_seed
 from dptext.llm.prompts import FewShotExample, PromptTemplate
@@ -31,6 +26,7 @@ from llm_stage_offload import (
     stage_from_job,
     write,
 )
+from whole_documents_report import report
 
 SEQS = [SimpleNamespace(label="refund", keyphrases=("refund", "card", "declined")),
         SimpleNamespace(label="pin", keyphrases=("pin", "blocked", "app"))]

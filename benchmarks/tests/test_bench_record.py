@@ -2,11 +2,8 @@
 path of the machine they ran on."""
 
 import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import record
 

@@ -6,13 +6,9 @@ import json
 import re
 import sys
 import types
-from pathlib import Path
-
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "peers"))
 
 import invisibleink_runner
+import pytest
 
 CLASS_SIZES = {"sport": 40, "tech": 13}  # 7 references per output: caps 5 and 1
 

@@ -3,11 +3,7 @@ a machine's restart): the timer saves its total while the cell runs, and the nex
 invocation starts from it."""
 
 import json
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from bench_whole_documents import Timer
 

@@ -7,8 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "peers"))
-
 import invisibleink
 import invisibleink_offload as offload
 import invisibleink_runner
@@ -118,7 +116,6 @@ def test_the_runner_writes_only_the_classes_asked_for(tmp_path, monkeypatch):
 def test_pack_plans_every_cell_but_those_the_results_hold(tmp_path, monkeypatch):
     import types
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import bench_whole_documents as bench
     import synthetic_protocol
 
@@ -152,7 +149,6 @@ def test_throughput_counts_from_the_first_document_of_each_call():
 
 
 def test_land_leaves_scored_cells_alone(tmp_path, monkeypatch):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     import bench_whole_documents as bench
 
     fake_env(tmp_path, monkeypatch)
