@@ -16,7 +16,6 @@ control is not.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -25,20 +24,19 @@ import numpy as np
 
 from dptext.audits import AUDITS, run_audits
 from dptext.privacy.auditing import BROKEN_VARIANTS
+from harness.options import add_list, study_parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = study_parser(__doc__, write=False,
+                      check="exit 1 if an honest row is refuted or a broken one is not")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--only", default=",".join(AUDITS))
-    ap.add_argument("--variants", default=",".join(BROKEN_VARIANTS))
+    add_list(ap, "--only", default=AUDITS)
+    add_list(ap, "--variants", default=BROKEN_VARIANTS)
     ap.add_argument("--runs", type=float, default=1.0, help="sample-size multiplier")
     ap.add_argument("--out", help="write the raw rows as JSON here")
-    ap.add_argument("--check", action="store_true",
-                    help="exit 1 if an honest row is refuted or a broken one is not")
     args = ap.parse_args(argv)
-    which = [s.strip() for s in args.only.split(",") if s.strip()]
-    variants = [s.strip() for s in args.variants.split(",") if s.strip()]
+    which, variants = args.only, args.variants
     results: dict[str, dict[str, list[dict]]] = {w: {} for w in which}
     started = time.perf_counter()
     for name in which:

@@ -12,13 +12,12 @@ involved (generating synthetic novels does not fit a CPU session).
 
 Needs LitBank's ``original.tar.xz`` (the whole novels, ``--original``; by default
 ``../shared/data/litbank/`` beside the repository). Each seed's scores are appended to
-``coref/results.jsonl`` in the work directory; no text is written.
+``coref/results.jsonl`` in the work directory (a rerun skips the seeds done with the same
+``src/``); no text is written.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import tarfile
 import time
 from pathlib import Path
@@ -27,7 +26,11 @@ import numpy as np
 
 from dptext.evaluate.coref import DEMO, CorefConfig, read_gold, silver_coreference
 from dptext.evaluate.coref.protocol import split_gold
-from record import ROOT, bench_dir, markdown_table, record
+from harness.options import study_parser
+from harness.provenance import ROOT, src_tree
+from harness.report import markdown_table, record
+from harness.stats import mean_sd
+from harness.store import ResultStore
 
 SECTION = "coreference"
 PASSAGE_CHARS = 8000
@@ -73,8 +76,7 @@ def run_seed(original: Path, seed: int) -> dict:
 
 def table(results: list[dict]) -> str:
     def cell(key: str, score: str) -> str:
-        v = np.array([r["models"][key][score] for r in results])
-        return f"{v.mean():.3f} ± {v.std(ddof=1) if len(v) > 1 else 0:.3f}"
+        return mean_sd(r["models"][key][score] for r in results)
 
     rows = [[label, results[0]["models"][key]["train_docs"],
              *[cell(key, s) for s in ("conll_f1", "muc", "b3", "ceafe", "mentions")]]
@@ -104,24 +106,20 @@ def table(results: list[dict]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", default="0,1,2")
+    ap = study_parser(__doc__, seeds=[0, 1, 2], work_dir="coref", store=True, report=True)
     ap.add_argument("--original", type=Path,
                     default=ROOT.parent / "shared" / "data" / "litbank" / "original.tar.xz")
-    ap.add_argument("--report", action="store_true", help="only print the table")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
-    out = bench_dir("coref") / "results.jsonl"
-    seeds = [int(s) for s in args.seeds.split(",")]
+    store = ResultStore(args.work_dir / "results.jsonl", ("seed", "src"), resume=args.resume)
+    src = src_tree()
     if not args.report:
         if not args.original.exists():
             raise SystemExit(f"{args.original}: no LitBank novels (--original)")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        for seed in seeds:
-            row = run_seed(args.original, seed)
-            with out.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-    rows = {r["seed"]: r for r in map(json.loads, out.read_text().splitlines())}
+        for seed in args.seeds:
+            if not store.has({"seed": seed, "src": src}):
+                store.add({**run_seed(args.original, seed), "src": src})
+    rows = {r["seed"]: r for r in store.rows()}
+    seeds = args.seeds
     body = table([rows[s] for s in seeds if s in rows])
     print(body)
     if args.write:

@@ -12,7 +12,8 @@ Canaries (Carlini et al.; the fine-tuning paper's table 4): three canaries inser
 and 100 times into a --canary-dataset subset, fine-tuned at ε = 8 and without DP; the
 rank of each true 4-digit secret among all 10,000 candidates.
 
-Every finished row is saved at once to ``<work-dir>/results.json``; re-running the same
+Every finished row is appended at once to ``<work-dir>/results.jsonl`` (by default under
+``$DPTEXT_BENCH_DIR`` or ``~/.cache/dptext-bench``, then ``dpft/``); re-running the same
 command skips the rows already there (so a killed run continues), and --write renders
 whatever rows exist into docs/benchmarks.md.
 
@@ -28,19 +29,19 @@ import fcntl
 import json
 import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
 
 from dptext.corpus import Corpus
 from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 from dptext.generators.dpft.model import base_dtype
-from record import markdown_table, record
+from harness.options import study_parser
+from harness.report import markdown_table, record
+from harness.store import ResultStore
 from synthetic_protocol import BenchData, downstream, kps_documents, llm_lock, load_data
 
 TITLE = "dpft: DP fine-tuning (SmolLM2-135M + LoRA, DP-SGD)"
@@ -182,20 +183,20 @@ def tasks(args):
             data[name] = bench_data(name, args)
         return data[name]
 
-    for name in args.datasets:
+    for name in args.corpora:
         out.append((f"{name}|real", lambda n=name: real_row(get(n), args), False))
-        for eps in args.eps:
+        for eps in args.epsilons:
             out.append((f"{name}|dpft|{_e(eps)}",
                         lambda n=name, e=eps: dpft_row(get(n), e, args), False))
         out.append((f"{name}|base", lambda n=name: base_row(get(n), args), False))
-        if not args.no_canary and name == args.datasets[0]:
+        if not args.no_canary and name == args.corpora[0]:
             for eps in (8.0, math.inf):
                 out.append((f"canary|{_e(eps)}", lambda e=eps: canary_rows(e, args), False))
         if not args.no_kps:
-            for eps in (e for e in args.eps if math.isfinite(e)):
+            for eps in (e for e in args.epsilons if math.isfinite(e)):
                 out.append((f"{name}|kps|{_e(eps)}",
                             lambda n=name, e=eps: kps_row(get(n), e, args), True))
-        if args.multitask_eps is not None and name == args.datasets[0]:
+        if args.multitask_eps is not None and name == args.corpora[0]:
             out.append((f"{name}|multitask|{_e(args.multitask_eps)}",
                         lambda n=name: dpft_row(get(n), args.multitask_eps, args,
                                                 multitask=True), False))
@@ -219,7 +220,7 @@ def render(results: dict, args) -> str:
         f"synthetic set, tested on the shared real test sample of those classes); chance "
         f"= {1 / args.classes:.2f}. Torch threads: {args.threads}.",
     ]
-    for name in args.datasets:
+    for name in args.corpora:
         rows = []
         for key, rs in results.items():
             if not key.startswith(name + "|"):
@@ -263,9 +264,8 @@ def render(results: dict, args) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--datasets", nargs="*", default=["bbc-news", "health-tweets"])
-    ap.add_argument("--eps", nargs="+", type=float, default=[math.inf, 8.0, 4.0])
+    ap = study_parser(__doc__, corpora=["bbc-news", "health-tweets"],
+                      epsilons=[math.inf, 8.0, 4.0], work_dir="dpft")
     ap.add_argument("--classes", type=int, default=4)
     ap.add_argument("--per-class", type=int, default=80)
     ap.add_argument("--synthetic-per-class", type=int, default=50)
@@ -288,42 +288,36 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads; on a shared machine 1 is steadier than 2")
     ap.add_argument("--llm-lock", type=Path, help="flock this file while the LLM runs")
-    ap.add_argument("--work-dir", type=Path,
-                    default=Path(tempfile.gettempdir()) / "dptext-bench-dpft",
-                    help="results.json and KPS journals; a re-run skips finished rows")
     ap.add_argument("--only", help="run only the rows whose key contains this (e.g. kps)")
     ap.add_argument("--only-write", action="store_true",
                     help="render the rows in results.json without running anything")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--write", action="store_true", help="record into docs/benchmarks.md")
     ap.add_argument("--name", default="dpft", help="docs/benchmarks.md section name")
     args = ap.parse_args()
     if args.quick:
-        args.datasets, args.eps, args.per_class, args.synthetic_per_class = (
-            args.datasets[:1], [8.0], 8, 4)
+        args.corpora, args.epsilons, args.per_class, args.synthetic_per_class = (
+            args.corpora[:1], [8.0], 8, 4)
         args.canary_per_class, args.pplm_per_class, args.test_docs = 4, 2, 200
         args.new_tokens, args.no_kps, args.epochs = 8, True, 1.0
         args.work_dir, args.write = args.work_dir / "quick", False
     import torch
 
     torch.set_num_threads(args.threads)
-    args.work_dir.mkdir(parents=True, exist_ok=True)
-    res_file = args.work_dir / "results.json"
-    results = json.loads(res_file.read_text()) if res_file.exists() else {}
+    store = ResultStore(args.work_dir / "results.jsonl", ("row",))
     if not args.only_write:
-        todo = [t for t in tasks(args) if t[0] not in results and (args.only or "") in t[0]]
+        todo = [t for t in tasks(args) if not store.has({"row": t[0]})
+                and (args.only or "") in t[0]]
         while todo:
             i = next((i for i, t in enumerate(todo) if not (t[2] and _lock_busy(args.llm_lock))),
                      0)  # an LLM row waits while another process holds the lock, if it can
             key, run, _ = todo.pop(i)
             t0 = time.time()
-            results[key] = run()
-            if res_file.exists():  # keep rows another invocation (--only) saved meanwhile
-                results = {**json.loads(res_file.read_text()), **results}
-            res_file.write_text(json.dumps(results, indent=1))
-            print(f"{key}: {time.time() - t0:.0f} s", json.dumps(results[key])[:600],
+            store.add({"row": key, "result": run()})
+            print(f"{key}: {time.time() - t0:.0f} s", json.dumps(store.rows()[-1])[:600],
                   flush=True)
+    # every row, those other invocations (--only) appended meanwhile included
+    results = {r["row"]: r["result"] for r in ResultStore(store.path, ("row",)).rows()}
     text = render(results, args)
     print(text)
     if args.write:

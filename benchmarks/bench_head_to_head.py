@@ -1,8 +1,8 @@
 """DP-KPS vs AugPE vs AugPE+Ṽ at equal LLM prompt budgets (the DP-KPS paper's table 2 and
 figure 4), on the shared protocol: one local LLM, one downstream classifier.
 
-    python benchmarks/bench_head_to_head.py --work-dir DIR [--datasets bbc-news health-tweets]
-        [--epsilons 6 10] [--per-class 4 2] [--iterations 9] [--write] [--report-only]
+    python benchmarks/bench_head_to_head.py [--datasets bbc-news health-tweets]
+        [--epsilons 6 10] [--per-class 4 2] [--iterations 9] [--write] [--report]
 
 For each (dataset, ε), in this order: DP-KPS with N and 2N documents (1× and 2× the
 prompts of N documents), then AugPE+Ṽ and AugPE with a population of N (``--per-class``
@@ -12,16 +12,14 @@ ceiling trains the same classifier on N real training documents. Every synthetic
 scored by ``synthetic_protocol.downstream`` on the real test sample.
 
 Resumable: DP releases and LLM completions are journaled under ``--work-dir`` (a killed
-run continues without new DP noise or repeated prompts); ``results.json`` there keeps
-the rows of earlier invocations and is rewritten after every finished method, and with
-``--write`` the docs section after every finished (dataset, ε); ``--report-only``
-rewrites the docs section from ``results.json`` without running anything.
+run continues without new DP noise or repeated prompts); ``results.jsonl`` there gets the
+rows of every finished method (a row redone replaces the earlier one in the report), and
+with ``--write`` the docs section is rewritten after every finished (dataset, ε);
+``--report`` renders it from ``results.jsonl`` without running anything.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from functools import lru_cache
@@ -29,7 +27,9 @@ from pathlib import Path
 
 from dptext.generators.augpe import AugPEConfig, run_augpe
 from dptext.llm import PromptCache
-from record import markdown_table, record
+from harness.options import study_parser
+from harness.report import markdown_table, record
+from harness.store import append_row, load_rows
 from synthetic_protocol import (
     BENCH_LLM,
     downstream,
@@ -180,46 +180,45 @@ def write_doc(rows: list[dict], args) -> None:
         "AugPE's prompts, i.e. DP-KPS at ≤ 2N prompts vs AugPE's best over its 10N-prompt "
         "run):\n\n" + "\n".join(target_lines(rows) or ["- no complete (dataset, ε) yet"])
         + ("\n\nMissing (not run yet): " + ", ".join(missing) if missing else ""))
-    record("head-to-head", "DP-KPS vs AugPE at equal prompt budgets", body)
+    if args.write:
+        record("head-to-head", "DP-KPS vs AugPE at equal prompt budgets", body)
+    else:
+        print(body)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--work-dir", required=True, help="journals, run dirs and results.json")
-    ap.add_argument("--datasets", nargs="+", default=DATASET_ORDER)
-    ap.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
+    ap = study_parser(__doc__, corpora=DATASET_ORDER, epsilons=EPSILONS,
+                      work_dir="head-to-head", report=True)
     ap.add_argument("--per-class", nargs="+", type=int, default=[4, 2],
                     help="population per class, one per dataset (8 4 on an idle machine)")
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--test-docs", type=int, default=2000)
-    ap.add_argument("--write", action="store_true", help="rewrite the docs/benchmarks.md section")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite the docs section from results.json, run nothing")
     args = ap.parse_args()
-    work = Path(args.work_dir)
+    work = args.work_dir
     # the command line recorded in the docs must not name a folder of this machine
-    sys.argv = ["WORK_DIR" if a == args.work_dir else a for a in sys.argv]
-    work.mkdir(parents=True, exist_ok=True)
-    results = work / "results.json"
-    # earlier invocations' rows stay (a resumed or partial run rewrites only what it redoes)
-    rows: list[dict] = json.loads(results.read_text()) if results.exists() else []
-    if args.report_only:
-        write_doc(rows, args)
-        return
+    sys.argv = ["WORK_DIR" if a == str(work) else a for a in sys.argv]
+    results = work / "results.jsonl"
 
     def key(r: dict) -> tuple:
         return r["dataset"], r["epsilon"], r["method"], r["prompts"], r.get("iteration")
 
+    # a row redone replaces the earlier one (a resumed or partial run redoes only its rows)
+    latest = {key(r): r for r in load_rows(results)}
+    rows = list(latest.values())
+    if args.report:
+        write_doc(rows, args)
+        return
+
     def save(new: list[dict]) -> None:
-        done = {key(r) for r in new}
-        rows[:] = [r for r in rows if key(r) not in done] + new
-        results.write_text(json.dumps(rows, indent=2))
         for r in new:
+            append_row(results, r)
+            latest[key(r)] = r
             print(f"{r['dataset']} ε={r['epsilon']:g} {r['method']} "
                   f"t={r.get('iteration', '-')} prompts={r['prompts']} "
                   f"acc={r['accuracy']:.3f} f1={r['macro_f1']:.3f}", flush=True)
+        rows[:] = latest.values()
 
-    for name, per_class in zip(args.datasets, args.per_class, strict=True):
+    for name, per_class in zip(args.corpora, args.per_class, strict=True):
         data = load_data(name, args.test_docs)
         n = per_class * len(data.classes)
         save([ceiling_row(data, per_class)])

@@ -11,11 +11,13 @@ cache per work folder). Rows:
 * ``DP-KPS`` at each ε with the same number of output documents.
 
 Downstream: the protocol's MLP head on MiniLM embeddings, tested on real test documents.
-Every finished row is kept in ``<work>/results.json`` and the table is rewritten after each
-row, so a killed benchmark resumes where it stopped (LLM completions are journaled too).
+Every finished row is appended to ``results.jsonl`` in ``--work-dir`` (by default under
+``$DPTEXT_BENCH_DIR`` or ``~/.cache/dptext-bench``, then ``pate/``) and, with ``--write``,
+the table is rewritten after each row, so a killed benchmark resumes where it stopped (LLM
+completions are journaled too).
 
-    python benchmarks/bench_pate.py --llm-lock LOCKFILE   # ~40 min on 2 cores
-    python benchmarks/bench_pate.py --quick --no-record               # a smoke run
+    python benchmarks/bench_pate.py --llm-lock LOCKFILE --write   # ~40 min on 2 cores
+    python benchmarks/bench_pate.py --quick                       # a smoke run
 
 ``--llm-lock`` holds that file (flock) while the shared LLM runs, so that LLM benchmarks
 of several users run one after the other while the rest (embedding the private corpus,
@@ -24,7 +26,6 @@ teachers, downstream scores) runs beside them.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -33,13 +34,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
 
 from dptext.generators.pate import PateConfig, PateGenerator
 from dptext.llm import PromptCache, SamplingParams
 from dptext.run import CorpusSource, run, run_dir_for
-from record import markdown_table, record
+from harness.options import study_parser
+from harness.report import markdown_table, record
+from harness.store import ResultStore
 from synthetic_protocol import (
     BENCH_LLM,
     BenchData,
@@ -122,36 +124,31 @@ def table(results: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--datasets", nargs="*", default=list(SIZES))
-    ap.add_argument("--eps", nargs="+", type=float, default=[4.0, 8.0])
+    ap = study_parser(__doc__, corpora=list(SIZES), epsilons=[4.0, 8.0], work_dir="pate")
     ap.add_argument("--candidates", type=float, default=4.0)
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--work", default="out/bench-pate")
     ap.add_argument("--quick", action="store_true", help="2 documents per class, BBC only")
     ap.add_argument("--no-kps", action="store_true")
-    ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--llm-lock", help="flock this file while the LLM runs")
     args = ap.parse_args()
-    work = Path(args.work) / ("quick" if args.quick else "full")
-    work.mkdir(parents=True, exist_ok=True)
-    saved = work / "results.json"
-    results = json.loads(saved.read_text()) if saved.exists() else {}
+    work = args.work_dir / ("quick" if args.quick else "full")
+    store = ResultStore(work / "results.jsonl", ("row",))
+    results = {r["row"]: r["result"] for r in store.rows()}
     emb = MemoEmbedder()
 
     def done(key: str, row: dict) -> None:
+        store.add({"row": key, "result": row})
         results[key] = row
-        saved.write_text(json.dumps(results, indent=2))
         print(key, {k: v for k, v in row.items() if k != "tutor_counts"}, flush=True)
-        if not args.no_record:
+        if args.write:
             record("pate", "pate: PATE-style DP augmentation beside DP-KPS and the public "
                    "generator alone", notes(args) + "\n\n" + table(results))
 
     datasets = {name: load_data(name)
-                for name in (args.datasets[:1] if args.quick else args.datasets)}
+                for name in (args.corpora[:1] if args.quick else args.corpora)}
     for name, data in datasets.items():  # first, while another user may hold the LLM
-        if any(f"{name}|{eps:g}|pate" not in results for eps in args.eps):
+        if any(f"{name}|{eps:g}|pate" not in results for eps in args.epsilons):
             print(f"embedding the {len(data.train)} private documents of {name} (memory only)",
                   flush=True)
             emb.encode(list(data.train.texts))
@@ -160,7 +157,7 @@ def main() -> None:
         if args.quick:
             per_class, teachers = 2, 20
         first = None
-        for eps in args.eps:
+        for eps in args.epsilons:
             key = f"{name}|{eps:g}|pate"
             if key not in results:
                 done(key, pate_row(data, eps, per_class, teachers, args, work, emb))
@@ -170,7 +167,7 @@ def main() -> None:
             done(key, floor_row(data, first[0], first[1]["tutor_counts"], args.seed))
         if args.no_kps:
             continue
-        for eps in args.eps:
+        for eps in args.epsilons:
             key = f"{name}|{eps:g}|DP-KPS"
             if key not in results:
                 started = time.perf_counter()

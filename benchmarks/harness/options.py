@@ -43,7 +43,7 @@ def add_list(ap: argparse.ArgumentParser, *names: str, default: Sequence, conver
 def study_parser(doc: str | None, *, corpora: Sequence[str] | None = None,
                  epsilons: Sequence[float] | None = None, seeds: Sequence[int] | None = None,
                  work_dir: str | None = None, store: bool = False, report: bool = False,
-                 write: bool = True, check: bool = False) -> argparse.ArgumentParser:
+                 write: bool = True, check: bool | str = False) -> argparse.ArgumentParser:
     """The parser of a study: its docstring's first line as description, and each shared
     option whose argument is given (its default, or True):
 
@@ -54,7 +54,8 @@ def study_parser(doc: str | None, *, corpora: Sequence[str] | None = None,
     * ``store``: ``--resume PATH…``, result stores to carry on from (``harness.store``);
     * ``report``: ``--report``, render the stored results and run nothing;
     * ``write``: ``--write``, write the study's section of docs/benchmarks.md;
-    * ``check``: ``--check``, a small fast run that exits non-zero on a failed expectation.
+    * ``check``: ``--check``, a small fast run that exits non-zero on a failed expectation
+      (a string: the study's own help for it).
     """
     ap = argparse.ArgumentParser(description=(doc or "").strip().split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,5 +82,6 @@ def study_parser(doc: str | None, *, corpora: Sequence[str] | None = None,
                         help="write the study's section of docs/benchmarks.md")
     if check:
         ap.add_argument("--check", action="store_true",
-                        help="a small fast run; exits non-zero on a failed expectation")
+                        help=check if isinstance(check, str) else
+                        "a small fast run; exits non-zero on a failed expectation")
     return ap
