@@ -13,21 +13,20 @@ left out.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
 
 import torch
 
 from dptext.datasets import load_demo
 from dptext.generators.dpft.model import NATIVE_BF16, base_dtype, load_base
 from dptext.generators.dpft.train import DPFTConfig, DPFTModule, add_lora, encode, pad_batch
-from record import markdown_table, record
+from harness.options import study_parser
+from harness.report import markdown_table, record
 
 DTYPES = ("float32", "bfloat16")
 
@@ -61,12 +60,11 @@ def step_timers(dtype: str, texts: list[str], tokens: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = study_parser(__doc__)
     ap.add_argument("--batch", type=int, default=8, help="documents per step")
     ap.add_argument("--tokens", type=int, default=64, help="tokens per document")
     ap.add_argument("--reps", type=int, default=3, help="timed repetitions (after a warm-up)")
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
-    ap.add_argument("--write", action="store_true", help="record into docs/benchmarks.md")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     texts = list(load_demo("bbc-news/train").texts[: args.batch])

@@ -13,13 +13,14 @@ Prints a markdown table with the machine and the commit.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
+
+from harness.options import study_parser
+from harness.provenance import ROOT, commit, machine
 
 CHILD = r"""
 import json, sys, time
@@ -49,23 +50,16 @@ print(json.dumps(dict(spec=spec, n=len(words), dim=dim, prepare=prepare, load=lo
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = study_parser(__doc__, write=False)
     ap.add_argument("specs", nargs="*", default=["model2vec", "minilm", "mpnet"])
     ap.add_argument("--n", type=int, default=10_000)
     args = ap.parse_args()
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    env = dict(os.environ, PYTHONPATH=os.path.join(root, "src"))
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=root
-    ).stdout.strip()
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-        f"commit {commit}\n"
-    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    print(f"machine: {machine()}; commit {commit()}\n")
     cols = ["embedder", "dim", "phrases", "prepare s", "load s", "cold s", "cold CPU s"]
     cols += ["warm s", "load avg"]
     print("| " + " | ".join(cols) + " |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|" + "---|" * len(cols))
     for spec in args.specs:
         with tempfile.TemporaryDirectory() as cache:
             out = subprocess.run(

@@ -9,7 +9,6 @@ float32 matmul of the same shape, timed in the same run.
 
 from __future__ import annotations
 
-import argparse
 import time
 import tracemalloc
 from contextlib import contextmanager
@@ -26,6 +25,8 @@ from dptext.kde.sampler import SamplingStats, sample_iterative
 from dptext.kde.sketch import ensemble_blocks, release_sketches, sketch_for_prefix
 from dptext.privacy import NoiseSpec, PrivacyLedger
 from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
+from harness.options import add_list, study_parser
+from harness.report import markdown_table, record
 
 L = 10
 PER_CLASS = 1000
@@ -73,16 +74,15 @@ def _timed(fn) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = study_parser(__doc__)
     ap.add_argument("--features", type=int, default=4000)
-    ap.add_argument("--sizes", default="1000,10000")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    add_list(ap, "--sizes", default=[1000, 10000], convert=int)
     args = ap.parse_args()
     corpus = read_corpus("demo:bbc-news/train")
     english = load_vocabulary(KeyphraseSeeder(model="kde", select="none").vocab_spec())
     embedder = load_embedder("minilm", cache_dir=default_cache_dir())  # public terms only
     results, kernel_rows = [], []
-    for size in map(int, args.sizes.split(",")):
+    for size in args.sizes:
         # no noise floor here: the stages are timed at exactly |Ṽ| = size
         seeder = KeyphraseSeeder(vocab=english, embedder=embedder, vocab_size=size,
                                  features=args.features, vocab_noise_terms=float("inf"))
@@ -126,8 +126,6 @@ def main() -> None:
         from dptext.kde.sampler import sample_independent
         with measure(results, "independent sampling, 1,000 × L=10", size):
             sample_independent(scores, PER_CLASS, L, rng, SamplingStats())
-
-    from record import markdown_table, record
 
     body = (
         f"BBC News train split ({len(corpus)} documents, 5 classes), `{english.name}` vocabulary "

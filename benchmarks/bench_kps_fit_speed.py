@@ -10,7 +10,6 @@ CPU seconds per fit step.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import time
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from dptext.corpus import read_corpus
 from dptext.generators.kps import KeyphraseSeeder
+from harness.options import study_parser
 
 
 class StandInEmbedder:
@@ -29,7 +29,7 @@ class StandInEmbedder:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = study_parser(__doc__, write=False)
     ap.add_argument("--corpus", default="demo:health-tweets/train")
     ap.add_argument("--model", default="auto")
     ap.add_argument("--select", default="auto")

@@ -11,23 +11,24 @@ trained on real training documents.
 test set and fits on the rest; ``--eval test`` fits on the whole train split and
 tests on the test split (for reporting, never for choosing).
 
-    python benchmarks/bench_kps_models.py --datasets bbc-news --epsilons 6,1000 \
+    python benchmarks/bench_kps_models.py --corpora bbc-news --epsilons 6,1000 \
         --models kde,histogram,hybrid,auto [--write]
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from dptext.corpus import read_corpus
 from dptext.embed import load_embedder
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.text.vocabulary import load_vocabulary
+from harness.options import add_list, study_parser
+from harness.report import markdown_table, record
+from keyphrase_protocol import embed_strings, fit_classifier, sample, scores
 
 MODELS = {"kde": dict(model="kde", select="none"),
           "histogram": dict(model="histogram", select="none"),
@@ -35,13 +36,6 @@ MODELS = {"kde": dict(model="kde", select="none"),
           "smoothed": dict(model="smoothed", select="none"),
           "auto-smoothed": dict(model="smoothed", select="auto"),
           "auto": dict(model="auto", select="auto")}
-
-
-def sample(corpus, n, seed=0):
-    if len(corpus) <= n:
-        return corpus
-    return corpus.subset(np.sort(np.random.default_rng(seed).choice(len(corpus), n,
-                                                                    replace=False)))
 
 
 def splits(name: str, mode: str, test_docs: int):
@@ -54,17 +48,13 @@ def splits(name: str, mode: str, test_docs: int):
 
 
 def accuracy(embedder, train_texts, train_labels, test_x, test_y) -> float:
-    clf = LogisticRegression(max_iter=2000, C=1.0)
-    clf.fit(np.asarray(embedder.encode([t or "(none)" for t in train_texts])),
-            np.asarray(train_labels))
-    return float((clf.predict(test_x) == test_y).mean())
+    clf = fit_classifier(embed_strings(embedder, list(train_texts)), train_labels)
+    return scores(clf, test_x, test_y)["accuracy"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--datasets", default="bbc-news,health-tweets")
-    ap.add_argument("--epsilons", default="6,1000")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap = study_parser(__doc__, corpora=["bbc-news", "health-tweets"], epsilons=[6, 1000])
+    add_list(ap, "--models", default=list(MODELS))
     ap.add_argument("--per-class", type=int, default=300)
     ap.add_argument("--test-docs", type=int, default=1000)
     ap.add_argument("--ceiling-docs", type=int, default=3000)
@@ -74,14 +64,13 @@ def main() -> None:
                     help="extra KeyphraseSeeder parameter, e.g. --set mixture=0.75")
     ap.add_argument("--cache", default=None,
                     help="embedding cache folder (it stores real documents: keep it private)")
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     extra = {k: type(getattr(KeyphraseSeeder, k))(v)
              for k, v in (s.split("=", 1) for s in args.set)}
     embedder = load_embedder("minilm", cache_dir=args.cache)
     vocab = load_vocabulary(KeyphraseSeeder().vocab_spec())
     rows = []
-    for name in args.datasets.split(","):
+    for name in args.corpora:
         train, test = splits(name, args.eval, args.test_docs)
         test_x = np.asarray(embedder.encode(list(test.texts)))
         test_y = np.asarray(test.labels)
@@ -89,8 +78,8 @@ def main() -> None:
         ceiling = accuracy(embedder, ceil_train.texts, ceil_train.labels, test_x, test_y)
         print(f"{name} ({args.eval}): {len(train)} fit documents, ceiling {ceiling:.3f}",
               flush=True)
-        for eps in (float(e) for e in args.epsilons.split(",")):
-            for m in args.models.split(","):
+        for eps in args.epsilons:
+            for m in args.models:
                 t = time.perf_counter()
                 seeder = KeyphraseSeeder(vocab=vocab, embedder=embedder, epsilon=eps,
                                          **MODELS[m], **extra)
@@ -106,16 +95,15 @@ def main() -> None:
                              f"{acc:.3f}", f"{ceiling:.3f}", f"{acc / ceiling:.2f}",
                              f"{fit_s:.1f}"])
                 print(rows[-1], flush=True)
-    from record import markdown_table, record
-
     body = (f"Whole-document yardstick ({args.eval} split): MiniLM + logistic regression "
             f"trained on {args.per_class} DP sequences per class, tested on {args.test_docs} "
             f"whole documents; seed {args.seed}; extra parameters {extra or 'none'}.\n\n"
             + markdown_table(["data", "ε", "model", "chosen", "|Ṽ|", "accuracy", "ceiling",
                               "/ ceiling", "fit s (embedding incl.)"], rows))
     if args.write:
-        record(f"kps-models-{args.datasets}-{args.eval}",
-               f"Keyphrase models, whole-document yardstick: {args.datasets}", body)
+        corpora = ",".join(args.corpora)
+        record(f"kps-models-{corpora}-{args.eval}",
+               f"Keyphrase models, whole-document yardstick: {corpora}", body)
     else:
         print(body)
 

@@ -34,12 +34,14 @@ the machine, the load average and the commit (paste into docs/benchmarks.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
+
+from harness.options import study_parser
+from harness.provenance import commit, machine
+from harness.report import markdown_table, record
 
 SEQS = [
     ["chest pain", "troponin", "aspirin", "ecg", "shortness of breath", "hypertension",
@@ -185,7 +187,6 @@ print(json.dumps(out))
 def quality(args, root: str, env: dict) -> None:
     """Loops and meta-text before (no penalties, no checks) and after (the defaults)."""
     sys.path.insert(0, os.path.join(root, "src"))
-    from record import markdown_table, record
 
     r = subprocess.run(["nice", "-n", "10", sys.executable, "-c", QUALITY, args.quality,
                         str(args.threads), str(args.slots[0]), str(args.docs),
@@ -210,7 +211,7 @@ def quality(args, root: str, env: dict) -> None:
             "what the meta-text check removed beyond the clean-up." +
             f"\n\nLoad average after the run: {os.getloadavg()[0]:.1f}.")
     print(body)
-    if args.record:
+    if args.write:
         record("llm-quality", "LLM document stage: repetition loops and meta-text before and "
                "after repetition control", body)
 
@@ -233,7 +234,6 @@ def throughput_bodies(model: str, n: int, max_tokens: int,
 
 def throughput(args, root: str, env: dict) -> None:
     sys.path.insert(0, os.path.join(root, "src"))
-    from record import markdown_table, record
 
     def run(code: str, *argv) -> dict:
         r = subprocess.run(["nice", "-n", "10", sys.executable, "-c", code, *map(str, argv)],
@@ -299,13 +299,13 @@ def throughput(args, root: str, env: dict) -> None:
             f"dptext's stage: {ours['prompts']} prompts for {ours['docs']} documents; "
             f"{ours['quality']}.")
     print("\n" + body)
-    if args.record:
+    if args.write:
         record(f"llm-throughput-{model}", "LLM document stage against the runtime's best "
                f"(tokens/s), {model}", body)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = study_parser(__doc__)  # --write (--record): with --throughput or --quality
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-0.5b",
                                                     "qwen2.5-1.5b"])
     ap.add_argument("--docs", type=int, default=6)
@@ -325,8 +325,6 @@ def main() -> None:
                     "tokens/s (an idle machine) or by tokens per CPU second (a shared one)")
     ap.add_argument("--compare-docs", type=int, default=None,
                     help="with --throughput: documents in the comparison (3 per slot)")
-    ap.add_argument("--record", action="store_true",
-                    help="with --throughput: write the result into docs/benchmarks.md")
     args = ap.parse_args()
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     env = dict(os.environ, PYTHONPATH=os.path.join(root, "src"))
@@ -336,11 +334,7 @@ def main() -> None:
     if args.quality:
         quality(args, root, env)
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=root).stdout.strip()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"{args.threads} llama threads; commit {commit}; load average before: "
-          f"{os.getloadavg()[0]:.1f}\n")
+    print(f"machine: {machine()}, {args.threads} llama threads; commit {commit()}\n")
     print("| model | load s | docs | max tokens | docs/min | tokens/s | CPU s | coverage "
           "| load avg |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -36,7 +36,6 @@ stage journals every completion (fsync'ed) as a run does.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import resource
@@ -48,11 +47,12 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
 
 from bench_llm import SEQS, throughput_bodies
-from record import commit, machine, markdown_table, record
+from harness.options import study_parser
+from harness.provenance import commit, machine
+from harness.report import markdown_table, record
 
 SECTION = "llm-throughput-server"
 STAND_IN = "stand-in: tests/fault_server.py's FaultServer, every answer at once"
@@ -238,7 +238,7 @@ def render(d: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = study_parser(__doc__)  # --write (--record): with --render, docs/benchmarks.md
     ap.add_argument("--url", help="the server's API base, e.g. http://127.0.0.1:8080/v1; "
                     "several, comma-separated: servers of one model, measured together "
                     "(the plain clients' requests in turn, dptext's stage as a pool:)")
@@ -259,7 +259,6 @@ def main() -> None:
     ap.add_argument("--render", type=Path, nargs="+",
                     help="only render measurements written by --out (several: arms, then the "
                          "full comparison)")
-    ap.add_argument("--record", action="store_true", help="with --render: docs/benchmarks.md")
     ap.add_argument("--section", default=SECTION,
                     help="with --record: the section (one per server configuration)")
     args = ap.parse_args()
@@ -270,7 +269,7 @@ def main() -> None:
         text = "\n\n".join(([render_arms(arms)] if arms else [])
                             + [render(d) for d in full])
         print(text)
-        if args.record:
+        if args.write:
             title = ("dptext's document stage against a server that answers at once (the "
                      "client's ceiling)" if full and full[-1]["server"] == STAND_IN else
                      "LLM document stage on a GPU server against the runtime's best (tokens/s)"

@@ -21,7 +21,6 @@ paper's per-stage budgets, at both commits.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -29,7 +28,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from record import ROOT, markdown_table, record
+from harness.options import study_parser
+from harness.provenance import ROOT
+from harness.report import markdown_table, record
 
 KEYS = ("name", "mechanism", "neighbouring", "sensitivity_norm", "sensitivity",
         "noise_scale", "dimension", "epsilon", "delta", "parallel_group", "fold",
@@ -140,9 +141,8 @@ def exact_statistics(src: Path, data: Path, work: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = study_parser(__doc__)
     ap.add_argument("--before", required=True, help="the commit to compare with")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -20,13 +20,12 @@ a local cluster in this process (``ray.init(num_cpus=k)``; its start-up is timed
 For comparison, the last row runs the same batch functions through Ray Data
 (``from_items`` → ``map_batches``), which dptext does not use.
 
-    python benchmarks/bench_scale_out.py [--documents 20000] [--no-record]
-    nice python benchmarks/bench_scale_out.py --documents 1000000 --repeats 1 --no-ray-data
+    python benchmarks/bench_scale_out.py [--documents 20000] [--write]
+    nice python benchmarks/bench_scale_out.py --documents 1000000 --repeats 1 --no-ray-data --write
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 import time
@@ -42,6 +41,8 @@ from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import SketchUnits, phase_tables
 from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
+from harness.options import add_list, study_parser
+from harness.report import markdown_table, record
 
 TERMS_PER_DOC = 80
 BATCH = 2000
@@ -148,14 +149,13 @@ def texts_only(items: Iterator[tuple[str, int]]) -> Iterator[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = study_parser(__doc__)
     ap.add_argument("--documents", type=int, default=20_000)
-    ap.add_argument("--workers", default="1,2", help="Ray worker counts to time")
+    add_list(ap, "--workers", default=[1, 2], convert=int, help="Ray worker counts to time")
     ap.add_argument("--repeats", type=int, default=2,
                     help="runs of each stage (the first also warms Ray's workers)")
     ap.add_argument("--no-ray-data", action="store_true",
                     help="skip the Ray Data comparison (it materialises the corpus)")
-    ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     pool, owners, classes = sentence_pool()
     vocab = load_vocabulary("english:20000")
@@ -173,7 +173,7 @@ def main() -> None:
                                                     8), False),
     }
     n = args.documents
-    counts = [int(k) for k in args.workers.split(",") if k]
+    counts = args.workers
     engines = [("local", None)] + [(f"ray, {k} worker{'s' * (k > 1)}", k) for k in counts]
     if counts and not args.no_ray_data:
         engines.append((f"ray data, {counts[-1]} workers", -counts[-1]))
@@ -233,11 +233,9 @@ def main() -> None:
             "on the driver, not streamed), for comparison only. Generating the "
             f"documents alone (on the driver, inside every figure) takes {generation:.2f} s."
             + (" Speed-up: " + "; ".join(scaling) + "." if scaling else "") + "\n\n")
-    from record import markdown_table, record
-
     table = markdown_table(header, rows)
     print(table)
-    if not args.no_record:
+    if args.write:
         record("scale-out", "Scale-out: counting stages, local engine vs Ray",
                body + table + f"\n\nRun at {n:,} documents on one "
                "2-core machine that other work shares (the load average above): the driver "

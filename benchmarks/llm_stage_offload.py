@@ -35,7 +35,6 @@ the backend's identity, so ``write`` must use the ``--llm`` the cells were fitte
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import dataclasses
@@ -45,8 +44,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
+
+from harness.options import add_list, study_parser
 
 OFFLOADED = ("kps", "floor", "pate")  # the methods whose only LLM work is one stage
 
@@ -266,34 +266,22 @@ def land(args) -> None:
 
 
 def main() -> None:
-    from record import bench_dir
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = study_parser(__doc__, corpora=["banking77"], epsilons=[3, 6, 1000], seeds=[0, 1, 2],
+                      work_dir="whole-documents", write=False)
     ap.add_argument("step", choices=["fit", "write", "land"])
-    ap.add_argument("--corpora", default="banking77")
-    ap.add_argument("--methods", default="kps,floor")
-    ap.add_argument("--epsilons", default="3,6,1000")
-    ap.add_argument("--seeds", default="0,1,2")
+    add_list(ap, "--methods", default=["kps", "floor"])
     ap.add_argument("--per-class", type=int, default=100)
     ap.add_argument("--llm", required=True, help="the backend the cells' LLM stage uses")
     ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight (write)")
-    ap.add_argument("--work-dir", type=Path, default=None,
-                    help="the cells' folder (default: the benchmark's, outside the repo)")
     ap.add_argument("--jobs", type=Path, required=True)
     ap.add_argument("--journals", type=Path, default=None)
     ap.add_argument("--unfinished", action="store_true",
                     help="land: also the journals of cells stopped before their end")
     args = ap.parse_args()
-    args.corpora = args.corpora.split(",")
-    args.methods = args.methods.split(",")
     if set(args.methods) - set(OFFLOADED):
         raise SystemExit(f"only {', '.join(OFFLOADED)} can be offloaded")
-    args.epsilons = [float(e) for e in args.epsilons.split(",")]
-    args.seeds = [int(s) for s in args.seeds.split(",")]
     if args.step != "fit" and args.journals is None:
         raise SystemExit(f"{args.step} needs --journals")
-    if args.step != "write":
-        args.work_dir = args.work_dir or bench_dir("whole-documents")
     {"fit": fit, "write": write, "land": land}[args.step](args)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
 
 from dptext.corpus import Corpus, read_corpus
 from dptext.evaluate.data import Labelled

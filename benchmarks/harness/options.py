@@ -4,16 +4,22 @@
 asks for; the study adds its own and calls ``parse_args`` as usual. List options take
 comma lists, space lists or both (``--seeds 0,1,2``, ``--seeds 0 1 2``) and arrive as
 lists of the option's type; ``--epsilons`` takes ``inf`` (or ``∞``) for the ε → ∞ limit.
+Standard library only: it also runs on a bare GPU machine (``bench_llm_server.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.provenance import bench_dir
-from harness.stats import parse_eps
+
+
+def parse_eps(text: str) -> float:
+    """``6``, ``inf`` or ``∞`` (ε → ∞) as a float."""
+    return math.inf if text.strip() in ("inf", "∞") else float(text)
 
 
 class _ListAction(argparse.Action):
@@ -53,7 +59,8 @@ def study_parser(doc: str | None, *, corpora: Sequence[str] | None = None,
     * ``work_dir``: ``--work-dir``, default ``bench_dir(work_dir)`` (outside the repository);
     * ``store``: ``--resume PATH…``, result stores to carry on from (``harness.store``);
     * ``report``: ``--report``, render the stored results and run nothing;
-    * ``write``: ``--write``, write the study's section of docs/benchmarks.md;
+    * ``write``: ``--write`` (also ``--record``), write the study's section of
+      docs/benchmarks.md;
     * ``check``: ``--check``, a small fast run that exits non-zero on a failed expectation
       (a string: the study's own help for it).
     """
@@ -78,7 +85,7 @@ def study_parser(doc: str | None, *, corpora: Sequence[str] | None = None,
         ap.add_argument("--report", action="store_true",
                         help="only render the stored results; run nothing")
     if write:
-        ap.add_argument("--write", action="store_true",
+        ap.add_argument("--write", "--record", action="store_true",
                         help="write the study's section of docs/benchmarks.md")
     if check:
         ap.add_argument("--check", action="store_true",

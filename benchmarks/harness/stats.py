@@ -12,17 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-INF_NAME = "∞"
-
 
 def eps_name(eps: float | None) -> str:
     """ε as a table and a result row write it: ``6``, ``0.5``, ``∞``."""
-    return INF_NAME if eps is not None and math.isinf(eps) else f"{eps:g}"
-
-
-def parse_eps(text: str) -> float:
-    """``6``, ``inf`` or ``∞`` (ε → ∞) as a float."""
-    return math.inf if text.strip() in ("inf", INF_NAME) else float(text)
+    return "∞" if eps is not None and math.isinf(eps) else f"{eps:g}"
 
 
 def mean_sd(values: Iterable[float], digits: int = 3) -> str:

@@ -21,11 +21,11 @@ parallel composition — and a class with n documents yields at most n // (B−1
 Cost: B forward passes (B−1 private + 1 public, KV-cached) per generated token, i.e. about
 B times plain decoding, on CPU in float32 here.
 
-    import record                           # with benchmarks/ on sys.path
+    from harness.provenance import bench_dir    # with benchmarks/ on sys.path
     from peers import invisibleink
     pairs = invisibleink.generate(texts, labels, per_class=10, epsilon=6,
                                   description="BBC news article", model_alias="qwen2.5-0.5b",
-                                  root=record.bench_dir(), work_dir=work)
+                                  root=bench_dir(), work_dir=work)
 """
 
 from __future__ import annotations

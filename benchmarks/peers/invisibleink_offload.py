@@ -209,7 +209,7 @@ def units_summary(shards: Path) -> dict[str, dict]:
 def throughput(units: dict[str, dict], samples: list[list[str]], workers: int) -> str:
     """Markdown: documents/s of the runner processes together, over each call's samples
     from the first with a document written (model loads left out), and per cell."""
-    from record import markdown_table
+    from harness.report import markdown_table
 
     docs = secs = 0.0
     busy = []
@@ -304,7 +304,7 @@ def show_throughput(args) -> int:
     body = throughput(units, samples, args.workers)
     print(body)
     if args.record:
-        from record import record
+        from harness.report import record
 
         record("peer-gpu", "InvisibleInk on a GPU: runner processes sharing it", body)
     return 0

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from harness import report
-from harness.options import add_list, study_parser
-from harness.stats import eps_name, mean_sd, parse_eps, ratio
+from harness.options import add_list, parse_eps, study_parser
+from harness.stats import eps_name, mean_sd, ratio
 from harness.store import ResultStore
 
 
@@ -66,3 +66,10 @@ def test_record_replaces_its_own_section_only(tmp_path, monkeypatch):
     assert "\nfirst\n" not in text and "second" in text
     assert text.index("bench:one") < text.index("bench:two")
     assert "commit abc1234" in text
+
+
+def test_record_keeps_its_old_names_for_studies_that_import_it():
+    import record
+
+    assert record.record is report.record and record.markdown_table is report.markdown_table
+    assert callable(record.bench_dir) and callable(record.command_line)
