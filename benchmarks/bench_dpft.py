@@ -290,7 +290,7 @@ def main() -> None:
     ap.add_argument("--llm-lock", type=Path, help="flock this file while the LLM runs")
     ap.add_argument("--only", help="run only the rows whose key contains this (e.g. kps)")
     ap.add_argument("--only-write", action="store_true",
-                    help="render the rows in results.json without running anything")
+                    help="render the rows in results.jsonl without running anything")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="dpft", help="docs/benchmarks.md section name")
