@@ -366,11 +366,10 @@ def glance_table(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
         + table + "".join(f"\n\n{n}" for n in notes) + "\n\n") if table else ""
 
 
-def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
-                args) -> tuple[str, list[str]]:
-    """The at-a-glance table and the notes for the marks it uses."""
-    small = sorted(e for e in args.epsilons if e < LIMIT)
-    wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
+def glance_cells(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
+                 args) -> dict[tuple[str, str], tuple[bool, dict]]:
+    """The design size's cells by (corpus, method), in the report's order: whether they
+    were served (``args.also_llm``: only where ``args.llm`` has none) and their rows by ε."""
     pairs: dict[tuple, tuple[bool, dict]] = {}
     for groups, served in ((got, False), (others, True)):
         for (corpus, method, eps, per_class, *_), cell in groups.items():
@@ -380,9 +379,17 @@ def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
             if was_served == served:
                 cells.setdefault(eps, []).extend(cell)
     order = {c: i for i, c in enumerate(args.corpora)}
+    return dict(sorted(pairs.items(), key=lambda kv: (
+        order.get(kv[0][0], len(order)), kv[0][0], METHODS.index(kv[0][1]))))
+
+
+def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
+                args) -> tuple[str, list[str]]:
+    """The at-a-glance table and the notes for the marks it uses."""
+    small = sorted(e for e in args.epsilons if e < LIMIT)
+    wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
     table = [glance_row(corpus, method, cells, served, small, wanted)
-             for (corpus, method), (served, cells) in sorted(pairs.items(), key=lambda kv: (
-                 order.get(kv[0][0], len(order)), kv[0][0], METHODS.index(kv[0][1])))]
+             for (corpus, method), (served, cells) in glance_cells(got, others, args).items()]
     if not table:
         return "", []
     text = markdown_table(["corpus", "method", "no ε", *(f"ε = {e:g}" for e in small),
@@ -390,13 +397,34 @@ def glance_body(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
     return text, [f"{m} {note}" for m, note in GLANCE_NOTES.items() if m in text]
 
 
+#: the README's short table: per corpus, these methods' cells (the picture has the rest)
+README_METHODS = ("real", "kps", "floor")
+
+
 def readme_summary(got: dict[tuple, list[dict]], others: dict[tuple, list[dict]],
                    args) -> str:
-    """The README's copy of the at-a-glance table, its notes as one wrapped paragraph."""
-    table, notes = glance_body(got, others, args)
+    """The README's short table: per corpus, real documents, DP-KPS at each ε and the
+    LLM-only floor (the at-a-glance table's cells), its notes as one wrapped paragraph."""
+    small = sorted(e for e in args.epsilons if e < LIMIT)
+    wanted = max((e for e in args.epsilons if e >= LIMIT), default=None)
+    cells = glance_cells(got, others, args)
+    table = []
+    for corpus in dict.fromkeys(c for c, _ in cells):
+        rows = {}
+        for m in README_METHODS:
+            if (corpus, m) in cells:
+                served, by_eps = cells[corpus, m]
+                rows[m] = glance_row(corpus, m, by_eps, served, small, wanted)
+        if "kps" in rows:
+            kps = rows["kps"]
+            table.append([corpus, rows["real"][2] if "real" in rows else "–", *kps[3:-1],
+                          rows["floor"][2] if "floor" in rows else "–"])
+    text = markdown_table(["corpus", "real documents", *(f"DP-KPS, ε = {e:g}" for e in small),
+                           "DP-KPS, ε → ∞", "LLM-only floor"], table)
+    notes = [f"{m} {note}" for m, note in GLANCE_NOTES.items() if m in text]
     notes = "".join(f"{n}. " for n in notes) + "–: not run, or no such cell."
-    return table + "\n\n" + textwrap.fill(notes, 88, break_on_hyphens=False,
-                                           break_long_words=False)
+    return text + "\n\n" + textwrap.fill(notes, 88, break_on_hyphens=False,
+                                          break_long_words=False)
 
 
 def missing_command(corpus: str, method: str, epsilons: list[float | None],

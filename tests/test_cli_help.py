@@ -1,6 +1,7 @@
 """``dptext --help`` and every command's ``--help`` at 80 columns (the suite's terminal,
 conftest.py): one-line command summaries, descriptions wrapped only where the terminal
-is full, and the options of the generating commands grouped in panels."""
+is full, the options of the generating commands grouped in panels, and the Advanced
+panel shown by ``--help-all`` only."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from dptext.cli import app
 
 WIDTH = 80
 COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands)
-#: the panels of ``generate --help``, in order (the options of a first run come first)
+#: the panels of ``generate --help-all``, in order (the options of a first run come first;
+#: ``--help`` leaves out the last)
 GENERATE_PANELS = ["Options", "Input", "Output", "Privacy", "Keyphrase model (DP-KPS)", "LLM",
                    "Run", "Budget across runs", "Scale-out", "Advanced"]
 
 
-def _help(*args: str) -> list[str]:
-    res = CliRunner().invoke(app, [*args, "--help"])
+def _help(*args: str, flag: str = "--help") -> list[str]:
+    res = CliRunner().invoke(app, [*args, flag])
     assert res.exit_code == 0, res.output
     return res.output.splitlines()
 
@@ -30,6 +32,15 @@ def _panel_rows(lines: list[str], title: str) -> list[str]:
     start = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ {title} "))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
     return [line[1:-1].strip().lstrip("* ") for line in lines[start + 1:end]]
+
+
+def _flags(lines: list[str], title: str) -> set[str]:
+    """The options of the panel ``title``: its rows that start a column, not a wrapped
+    help text."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ {title} "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("╰"))
+    rows = [line[1:].replace("*", " ") for line in lines[start + 1:end]]
+    return {row.split()[0] for row in rows if row[:5].strip().startswith("--")}
 
 
 def _panels(lines: list[str]) -> list[str]:
@@ -85,7 +96,7 @@ def test_the_check_catches_a_hard_line_break():
 
 
 def test_generate_help_is_grouped_in_panels():
-    lines = _help("generate")
+    lines = _help("generate", flag="--help-all")
     assert _panels(lines) == GENERATE_PANELS
     flags = {p: {row.split()[0] for row in _panel_rows(lines, p) if row.startswith("--")}
              for p in GENERATE_PANELS}
@@ -99,15 +110,32 @@ def test_generate_help_is_grouped_in_panels():
     assert {"--resume", "--cache", "--concurrency"} <= flags["Run"]
     assert {"--budget-total", "--dataset-id"} <= flags["Budget across runs"]
     assert {"--engine", "--ray-address"} <= flags["Scale-out"]
-    assert {"--features", "--bandwidth", "--timeout", "--encoding"} <= flags["Advanced"]
+    assert {"--features", "--bandwidth", "--timeout", "--encoding", "--epsilon-vocab",
+            "--epsilon-kde"} <= flags["Advanced"]
+
+
+def test_help_leaves_the_advanced_options_to_help_all():
+    """``--help`` is the first run's options; every other option is still there, in the
+    Advanced panel of ``--help-all``, and still accepted."""
+    short, full = _help("generate"), _help("generate", flag="--help-all")
+    assert _panels(short) == GENERATE_PANELS[:-1]
+    assert len(short) < 200 < len(full)
+    assert [row.split()[0] for row in _panel_rows(short, "Options")] == ["--help-all", "--help"]
+    advanced = _flags(full, "Advanced")
+    assert {"--epsilon-vocab", "--features", "--allow-budget-over…"} <= advanced
+    shown = set().union(*(_flags(short, panel) for panel in _panels(short)))
+    assert not advanced & shown and "--epsilon" in shown
+    res = CliRunner().invoke(app, ["generate", "--input", "x.csv", "--out", "y.jsonl",
+                                   "--epsilon-vocab", "0"])
+    assert "No such option" not in res.output and res.exit_code == 2  # refused as a value
 
 
 @pytest.mark.parametrize("command", ["keyphrases", "augpe", "pate", "dpft", "evaluate"])
 def test_the_other_commands_are_grouped_in_panels(command):
-    lines = _help(command)
+    lines = _help(command, flag="--help-all")
     panels = _panels(lines)
     assert panels[:3] == ["Options", "Input", "Output"] and panels[-1] == "Advanced", panels
     if command != "evaluate":  # it reads no private corpus to release from
         assert {"Privacy", "Run", "Budget across runs"} <= set(panels), panels
-    # the default panel holds --help alone
-    assert [row.split()[0] for row in _panel_rows(lines, "Options")] == ["--help"]
+    # the default panel holds the two helps alone
+    assert [row.split()[0] for row in _panel_rows(lines, "Options")] == ["--help-all", "--help"]

@@ -372,16 +372,19 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     assert len(out.read_text().splitlines()) == 5
 
 
-def test_cli_lists_dpft_and_generate_needs_epsilon(tmp_path):
+def test_cli_lists_dpft_and_generate_defaults_to_the_one_total_epsilon(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from dptext.cli import app
+    from dptext.generators.base import DEFAULT_EPSILON
 
     res = CliRunner().invoke(app, ["dpft", "--help"])
     assert res.exit_code == 0 and "--epsilon" in res.output
+    seen = _capture_run(monkeypatch)  # without --epsilon: the API's default, as DP-KPS's
     res = CliRunner().invoke(app, ["generate", "--method", "dpft", "-i", "demo:bbc-news/train",
-                                   "-o", str(tmp_path / "x.jsonl")])
-    assert res.exit_code != 0 and "--epsilon" in res.output
+                                   "-o", str(tmp_path / "x.jsonl"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert seen["generator"].name == "dpft" and seen["generator"].epsilon == DEFAULT_EPSILON
 
 
 def _capture_run(monkeypatch) -> dict:

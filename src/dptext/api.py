@@ -13,7 +13,7 @@ from dptext.run import DEFAULT_LLM, BudgetOptions, CorpusSource, RunResult, run
 
 
 def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | Path,
-               epsilon: float | None = 6.0, delta: float = 1e-5, llm: Any = DEFAULT_LLM,
+               epsilon: float | None = None, delta: float = 1e-5, llm: Any = DEFAULT_LLM,
                resume: bool = False, text_column: str = "text",
                label_column: str | None = None, budget_total: float | None = None,
                allow_budget_overrun: bool = False, dataset_id: str | None = None,
@@ -23,6 +23,9 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
                **options: Any) -> RunResult:
     """Write a DP synthetic corpus from ``corpus`` (a path, ``demo:NAME`` or a ``Corpus``).
 
+    ``epsilon``: the run's total ε, every release inside it; None: ``DEFAULT_EPSILON`` (6),
+    as ``dptext generate`` without ``--epsilon`` (DP-KPS's per-stage ``epsilon_vocab=`` /
+    ``epsilon_kde=`` instead of it: ``generators.kps.options.budget_form``).
     ``method``: kps (DP-KPS, the default), augpe, pate or dpft (``generators.registry``);
     ``options``: that generator's options (e.g. ``labels=("a", "b")``, ``per_class=50``,
     ``document_type="news article"``; see its class). ``llm``: a backend spec such as
@@ -38,7 +41,9 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
     """
     if seed is not None and "seed" in generator_class(method).option_names():
         options["seed"] = seed  # a generator's own public seed, as the CLI gives it
-    generator = make_generator(method, epsilon=epsilon, delta=delta, **options)
+    if epsilon is not None:  # else the generator's default: DEFAULT_EPSILON, one for all
+        options["epsilon"] = epsilon
+    generator = make_generator(method, delta=delta, **options)
     return run(generator, CorpusSource(corpus, text_column=text_column,
                                        label_column=label_column), out,
                llm=llm, resume=resume,

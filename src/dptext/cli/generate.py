@@ -25,19 +25,18 @@ def generate(
     input: o.InputPath,
     out: o.Out,
     method: Annotated[str, typer.Option(
-        help="The generator: kps (DP-KPS, the flagship), augpe (the Aug-PE baseline; "
-        "'dptext augpe' has all its options), pate (PATE-style augmentation; 'dptext pate') "
-        "or dpft (DP fine-tuning of a local LM; 'dptext dpft').", rich_help_panel=o.OUTPUT)
+        help="kps (DP-KPS), augpe, pate or dpft; each also a command with all its "
+        "options.", rich_help_panel=o.OUTPUT)
     ] = "kps",
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,
     prompt_template: Annotated[Path | None, typer.Option(
-        help="User prompt template (text, or JSON with 'user'/'system'); placeholders "
-        "{document_type} {keyphrases} {keyphrase_list} {n_keyphrases}.", rich_help_panel=o.LLM)
+        help="User prompt template (text, or JSON with 'user'/'system'; docs/llm.md).",
+        rich_help_panel=o.LLM)
     ] = None,
     few_shot: Annotated[Path | None, typer.Option(
-        help="PUBLIC example documents for few-shot prompting (.jsonl with text and optional "
-        "keyphrases, or text separated by '---' lines).", rich_help_panel=o.LLM)] = None,
+        help="PUBLIC example documents for few-shot prompting (.jsonl, or text separated "
+        "by '---' lines).", rich_help_panel=o.LLM)] = None,
     max_tokens: Annotated[int | None, typer.Option(
         help="Token limit per document (default: the method's own; DP-KPS 400, Aug-PE 160, "
         "PATE 400).", rich_help_panel=o.LLM)] = None,
@@ -98,8 +97,9 @@ def generate(
         if kps["form"] and method != "kps":
             raise typer.BadParameter(f"--form is DP-KPS's form profile (--method kps); "
                                      f"--method {method} has none")
-        if method != "kps" and kps["epsilon"] is None:
-            raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")
+        if method != "kps" and (kps["epsilon_vocab"], kps["epsilon_kde"]) != (None, None):
+            raise typer.BadParameter(f"--epsilon-vocab/--epsilon-kde are DP-KPS's per-stage "
+                                     f"budgets; --method {method} takes a total --epsilon")
         seeder = o.seeder_kwargs(kps)
     llm_options = http_options(llm, {"timeout": timeout})
     if method != "kps":

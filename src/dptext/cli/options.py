@@ -18,6 +18,8 @@ import typer
 from rich.markup import escape
 
 from dptext.cli.app import console
+from dptext.generators.base import DEFAULT_EPSILON
+from dptext.generators.kps.options import PER_STAGE_EPSILONS
 
 #: the help panels, in the order ``generate --help`` shows them (a first run needs the
 #: options outside ADVANCED only; the README's commands use no other)
@@ -62,16 +64,16 @@ SkipInvalid = Annotated[bool, typer.Option(
     rich_help_panel=INPUT)]
 Labels = Annotated[str | None, typer.Option(
     help="Comma-separated public label set (free). Without it the label set is released "
-    "with DP partition selection (the 'label set' release, charged to the run's ε): labels "
-    "of too few documents are dropped, with their documents.", rich_help_panel=INPUT)]
+    "with DP, inside the run's ε; labels of too few documents are dropped.",
+    rich_help_panel=INPUT)]
 
 VOCAB_SPECS = ("english, english:N, glove, glove:N, medical, function-words, quantities "
                "(numbers with units), or a file (one term per line); combine with +, e.g. "
                "english:20000+quantities")
 Vocab = Annotated[str, typer.Option(
-    help=f"Public vocabulary: {VOCAB_SPECS}. auto: english:20000+function-words for the "
-    "histogram models, english:20000 for --model kde/hybrid; with --method augpe or pate, "
-    "that method's own default (english:20000).", rich_help_panel=SEEDER)]
+    help="Public vocabulary: english[:N], glove[:N], medical, function-words, quantities or "
+    "a file of terms; combine with +. auto: english:20000+function-words (english:20000 "
+    "for --model kde/hybrid, Aug-PE and PATE).", rich_help_panel=SEEDER)]
 #: the vocabulary of a method's DP vocabulary release (Aug-PE's and PATE's own commands)
 MethodVocab = Annotated[str, typer.Option(
     "--vocab", help=f"Public vocabulary the DP vocabulary is released over: {VOCAB_SPECS}.",
@@ -84,15 +86,16 @@ Embedder = Annotated[str, typer.Option(
     help="Embedding model: minilm, mpnet, model2vec, or a sentence-transformers folder.",
     rich_help_panel=SEEDER)]
 EpsVocab = Annotated[float | None, typer.Option(
-    help="ε for the DP vocabulary (default 1 unless --epsilon is given).",
-    rich_help_panel=PRIVACY)]
+    help="Per-stage budget (the paper's interface, instead of --epsilon): ε of the DP "
+    f"vocabulary (default {PER_STAGE_EPSILONS['epsilon_vocab']:g} when only --epsilon-kde "
+    "is given).", rich_help_panel=ADVANCED)]
 EpsKde = Annotated[float | None, typer.Option(
-    help="ε for the DP KDE sketches (default 5 unless --epsilon is given).",
-    rich_help_panel=PRIVACY)]
+    help="Per-stage budget: ε of the DP KDE sketches (default "
+    f"{PER_STAGE_EPSILONS['epsilon_kde']:g} when only --epsilon-vocab is given).",
+    rich_help_panel=ADVANCED)]
 Epsilon = Annotated[float | None, typer.Option(
-    help="Total ε of the run: every release (label set, label histogram, vocabulary, "
-    "sketches) is inside it (Gaussian stages composed exactly); instead of "
-    "--epsilon-vocab/--epsilon-kde.", rich_help_panel=PRIVACY)]
+    help=f"Total ε of the run (default {DEFAULT_EPSILON:g}): every release is inside it. "
+    "Or per stage: --epsilon-vocab/--epsilon-kde (--help-all).", rich_help_panel=PRIVACY)]
 VocabShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the vocabulary (of what the label releases "
     "leave; the sketches get the rest).", rich_help_panel=ADVANCED)]
@@ -123,14 +126,13 @@ def _terms_per_doc(value: str) -> int | str:
 
 TermsPerDoc = Annotated[str, typer.Option(
     parser=_terms_per_doc, metavar="S|auto",
-    help="S: distinct vocabulary terms one document may contribute; auto (DP-KPS's "
-    "default): chosen privately from the documents' term counts, for a small share of ε "
-    "(AugPE and PATE: 80).", rich_help_panel=SEEDER)]
+    help="S: distinct terms one document may add; auto: chosen privately, for a small "
+    "share of ε (Aug-PE and PATE: 80).", rich_help_panel=SEEDER)]
 VocabSize = Annotated[int, typer.Option(help="N: size of the DP vocabulary.",
-                                        rich_help_panel=SEEDER)]
+                                        rich_help_panel=ADVANCED)]
 SequenceMethod = Annotated[str, typer.Option(
     "--sequence-method", help="iterative or independent keyphrase sequences.",
-    rich_help_panel=SEEDER)]
+    rich_help_panel=ADVANCED)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
                                        rich_help_panel=ADVANCED)]
 Length = Annotated[int, typer.Option(help="L: keyphrases per sequence.", rich_help_panel=SEEDER)]
@@ -142,21 +144,18 @@ Sampling = Annotated[str, typer.Option(
     help="contrastive (class-specific terms first) or proportional (the paper's).",
     rich_help_panel=ADVANCED)]
 Model = Annotated[str, typer.Option(
-    help="Keyphrase model: auto (the per-class DP term histogram, its parameters chosen by "
-    "--select), histogram, smoothed (the histogram smoothed through embedding neighbours), "
-    "kde (the paper's RFF KDE) or hybrid (histogram + KDE mixture: two releases).",
-    rich_help_panel=SEEDER)]
+    help="auto (the per-class DP term histogram, tuned by --select), histogram, smoothed, "
+    "kde (the paper's RFF KDE) or hybrid (docs/method.md).", rich_help_panel=SEEDER)]
 Select = Annotated[str, typer.Option(
-    help="auto: choose the model and its parameters privately on a held-out fold (its ε is "
-    "in the report; the folds are disjoint, so --epsilon stays the total); none: use "
-    "--model and --mixture as given.", rich_help_panel=SEEDER)]
+    help="auto: choose the model's parameters privately (inside --epsilon); none: --model "
+    "as given.", rich_help_panel=SEEDER)]
 Mixture = Annotated[float, typer.Option(
     help="The hybrid's histogram weight λ in [0, 1] (with --select none).",
     rich_help_panel=ADVANCED)]
 EpsLabels = Annotated[float, typer.Option(
     help="ε for a DP label histogram that sizes classes in proportion (0: equal sizes); "
     "part of a total --epsilon. Without --labels the label set's noisy counts are used "
-    "instead, at no further cost.", rich_help_panel=PRIVACY)]
+    "instead, at no further cost.", rich_help_panel=ADVANCED)]
 LabelSetShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the DP label set when --labels is not given.",
     rich_help_panel=ADVANCED)]
@@ -181,9 +180,9 @@ Seed = Annotated[int | None, typer.Option(help="Seed for the non-private randomn
                                           rich_help_panel=RUN)]
 
 Llm = Annotated[str, typer.Option(
-    help="LLM backend: local:qwen2.5-1.5b (default), local:qwen2.5-0.5b, local:smollm2-135m, "
-    "local:/path/model.gguf, openai:MODEL@URL, anthropic:MODEL, bedrock:MODEL_ID. Keys come "
-    "from the environment only.", rich_help_panel=LLM)]
+    help="local:qwen2.5-1.5b, local:qwen2.5-0.5b, local:smollm2-135m, local:FILE.gguf, "
+    "openai:MODEL@URL, anthropic:MODEL, bedrock:MODEL_ID, pool:... (docs/llm.md).",
+    rich_help_panel=LLM)]
 DocumentType = Annotated[str, typer.Option(
     help="What to write, e.g. 'medical record' (the only context the LLM gets besides what "
     "the method released).", rich_help_panel=LLM)]
@@ -201,7 +200,8 @@ Resume = Annotated[bool, typer.Option(
 Cache = Annotated[bool, typer.Option(
     help="Reuse completions of identical prompts across runs ($DPTEXT_CACHE).",
     rich_help_panel=RUN)]
-Progress = Annotated[bool, typer.Option(help="Show progress bars.", rich_help_panel=RUN)]
+Progress = Annotated[bool, typer.Option(help="Show progress bars.",
+                                         rich_help_panel=ADVANCED)]
 Concurrency = Annotated[int, typer.Option(
     help="Prompts in flight at once (at most the local model's slots: $DPTEXT_LLM_PARALLEL, "
     "default 4 with 2+ threads, 1 with one).", rich_help_panel=RUN)]
@@ -214,21 +214,20 @@ RayAddress = Annotated[str | None, typer.Option(
     "this process) or the cluster's address.", rich_help_panel=SCALE)]
 
 BudgetTotal = Annotated[float | None, typer.Option(
-    help="Total ε allowed on this corpus over all runs (kept in the corpus's ledger in "
-    "$DPTEXT_HOME; default: the recorded total, or budget_total in config.toml).",
-    rich_help_panel=BUDGET)]
+    help="Total ε allowed on this corpus over all runs (default: the recorded total, or "
+    "budget_total in config.toml).", rich_help_panel=BUDGET)]
 AllowOverrun = Annotated[bool, typer.Option(
     help="Run even if it takes the corpus past its total budget (recorded as an overrun).",
-    rich_help_panel=BUDGET)]
+    rich_help_panel=ADVANCED)]
 DatasetId = Annotated[str | None, typer.Option(
-    help="Name of the dataset whose budget this run spends: one ledger for every version "
-    "of the corpus (default: dataset_id or \\[datasets] in config.toml, else a ledger per "
-    "exact content).", rich_help_panel=BUDGET)]
+    help="The dataset whose budget this run spends: one ledger for every version of the "
+    "corpus (default: config.toml's, else a ledger per exact content).",
+    rich_help_panel=BUDGET)]
 
 
 #: the DP-KPS options of ``keyphrases`` and ``generate``, declared once (``seeder_options``);
-#: defaults KeyphraseSeeder's (``--sequence-method`` is its ``method``), but no ε: which of
-#: --epsilon and --epsilon-vocab/--epsilon-kde is given decides the budget's form
+#: defaults KeyphraseSeeder's (``--sequence-method`` is its ``method``; the three ε None:
+#: which of them is given decides the budget's form, ``kps.options.budget_form``)
 SEEDER_OPTIONS = {
     "epsilon": Epsilon, "delta": Delta, "epsilon_vocab": EpsVocab, "epsilon_kde": EpsKde,
     "epsilon_labels": EpsLabels, "model": Model, "select": Select, "vocab": Vocab,
@@ -240,7 +239,6 @@ SEEDER_OPTIONS = {
     "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture, "form": Form,
     "form_share": FormShare, "epsilon_form": EpsForm}
 _FORM = ("form", "form_share", "epsilon_form")  # passed on only with --form
-_NO_DEFAULT = ("epsilon", "epsilon_vocab", "epsilon_kde")
 _FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
 
 
@@ -249,8 +247,8 @@ def seeder_options(command):
     ``kps`` (``seeder_kwargs`` makes KeyphraseSeeder's arguments of it)."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     own = inspect.signature(command, eval_str=True)
-    added = [inspect.Parameter(name, keyword, annotation=alias, default=None
-                               if name in _NO_DEFAULT else D[_FIELD.get(name, name)])
+    added = [inspect.Parameter(name, keyword, annotation=alias,
+                               default=D[_FIELD.get(name, name)])
              for name, alias in SEEDER_OPTIONS.items()]
 
     @functools.wraps(command)
@@ -266,11 +264,10 @@ def seeder_options(command):
 
 
 def seeder_kwargs(kps: dict) -> dict:
-    """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``: the
-    budget as ``stage_epsilons`` reads the three ε options, the rest by field name."""
-    rest = {_FIELD.get(k, k): v for k, v in kps.items() if k not in _NO_DEFAULT
-            and (kps["form"] or k not in _FORM)}  # without --form: the options as before it
-    return {**stage_epsilons(kps["epsilon"], kps["epsilon_vocab"], kps["epsilon_kde"]), **rest}
+    """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``, by
+    field name (the three ε as given: the seeder resolves the budget's form)."""
+    return {_FIELD.get(k, k): v for k, v in kps.items()
+            if kps["form"] or k not in _FORM}  # without --form: the options as before it
 
 
 def in_panel(alias, panel: str):
@@ -279,18 +276,6 @@ def in_panel(alias, panel: str):
     info = copy.copy(info)
     info.rich_help_panel = panel
     return Annotated[base, info]
-
-
-def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
-                   epsilon_kde: float | None) -> dict:
-    """Seeder budget arguments from the CLI's three ε options."""
-    from dptext.generators.kps.generator import stage_epsilons as seeder_epsilons
-
-    try:
-        return seeder_epsilons(epsilon, epsilon_vocab, epsilon_kde)
-    except ValueError:
-        pass
-    raise typer.BadParameter("give either --epsilon or --epsilon-vocab/--epsilon-kde")
 
 
 def parse_labels(labels: str | None) -> tuple[str, ...] | None:

@@ -32,6 +32,10 @@ from dptext.corpus import Corpus, InputError
 from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.labels import check_declared
 
+#: the run's total ε when none is given: every generator's default, and so that of
+#: ``dptext generate`` and ``dptext.synthesize`` alike (docs/choosing-epsilon.md)
+DEFAULT_EPSILON = 6.0
+
 
 def check_declared_labels(corpus: Corpus, declared) -> None:
     """Before any release: declared labels need a label column and must cover the data

@@ -13,6 +13,7 @@ from dptext.generators.augpe.privacy import planned_releases
 from dptext.generators.augpe.run import CLASS_NAMES_NOTE, LLM_NOTE, AugPEConfig, run_augpe
 from dptext.generators.augpe.state import RunState
 from dptext.generators.base import (
+    DEFAULT_EPSILON,
     BaseGenerator,
     CorpusInfo,
     Documents,
@@ -33,7 +34,7 @@ class AugPEGenerator(BaseGenerator):
     name: ClassVar[str] = "augpe"
     NESTED: ClassVar = ("config", AugPEConfig, False)
 
-    epsilon: float = 6.0
+    epsilon: float = DEFAULT_EPSILON
     delta: float = 1e-5
     labels: tuple[str, ...] | None = None
     documents: int | None = None

@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dptext.corpus import Corpus
-from dptext.generators.base import BaseGenerator, CorpusInfo, Documents, RunContext
+from dptext.generators.base import (
+    DEFAULT_EPSILON,
+    BaseGenerator,
+    CorpusInfo,
+    Documents,
+    RunContext,
+)
 from dptext.generators.dpft.generator import NOT_PRIVATE, PLAN_NAME, DPFineTuneGenerator
 from dptext.generators.dpft.model import base_dtype, check_model, describe_dtype
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
@@ -43,7 +49,7 @@ class DPFTGenerator(BaseGenerator):
     POST_PROCESSING: ClassVar[tuple[str, ...]] = (
         "documents", "sampling", "pplm", "pplm_config", "chunk", "base")
 
-    epsilon: float = 6.0
+    epsilon: float = DEFAULT_EPSILON
     delta: float = 1e-5
     labels: tuple[str, ...] | None = None
     documents: int | None = None

@@ -21,6 +21,7 @@ from dptext.generators.base import (
     check_declared_labels,
     check_resources,
 )
+from dptext.generators.kps.options import PER_STAGE_EPSILONS, budget_form
 from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.generators.kps.seeder import KeyphraseSeeder
@@ -33,18 +34,6 @@ LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and
             "few-shot examples: the documents are post-processing of the DP release.")
 FORM_NOTE = ("Each prompt also states a form (length, shape, links, tone) drawn from its "
              "class's DP form profile (the 'form profile' release): post-processing too.")
-
-
-def stage_epsilons(epsilon: float | None, epsilon_vocab: float | None,
-                   epsilon_kde: float | None) -> dict[str, float]:
-    """The seeder's budget: a total ε, or the vocabulary's and the sketches' (1 and 5, the
-    paper's split, when not given)."""
-    if epsilon is not None:
-        if epsilon_vocab is not None or epsilon_kde is not None:
-            raise ValueError("give either epsilon or epsilon_vocab/epsilon_kde")
-        return {"epsilon": epsilon}
-    return {"epsilon_vocab": 1.0 if epsilon_vocab is None else epsilon_vocab,
-            "epsilon_kde": 5.0 if epsilon_kde is None else epsilon_kde}
 
 
 def seeder_parameters(seeder: KeyphraseSeeder, labelled: bool = True) -> dict[str, Any]:
@@ -100,7 +89,7 @@ class KPSGenerator(BaseGenerator):
         "document_type", "prompt_template", "max_tokens", "temperature", "top_p",
         "min_coverage", "max_attempts", "clean", "max_retries")
 
-    epsilon: float | None = None  # total ε; None: the seeder's epsilon_vocab + epsilon_kde
+    epsilon: float | None = None  # total ε (resolved by budget_form); None: per stage
     delta: float = 1e-5
     labels: tuple[str, ...] | None = None
     per_class: int | None = None  # documents per class (default 100 without documents)
@@ -118,10 +107,17 @@ class KPSGenerator(BaseGenerator):
     max_retries: int = 6
 
     # ------------------------------------------------------------------ options
+    def __post_init__(self) -> None:
+        """The budget's form, as ``KeyphraseSeeder`` resolves it: ``epsilon`` the total
+        (``DEFAULT_EPSILON`` when none is given), or the per-stage ε in ``seeder``."""
+        form = budget_form(self.epsilon, *(self.seeder.get(k) for k in PER_STAGE_EPSILONS))
+        self.epsilon = form.pop("epsilon", None)
+        self.seeder = {**{k: v for k, v in self.seeder.items() if k not in PER_STAGE_EPSILONS},
+                       **form}
+
     def seeder_params(self) -> dict[str, Any]:
         return {**self.seeder, "delta": self.delta, "labels": self.labels,
-                **stage_epsilons(self.epsilon, self.seeder.get("epsilon_vocab"),
-                                 self.seeder.get("epsilon_kde"))}
+                "epsilon": self.epsilon}
 
     def _prompting(self):
         from dptext.llm import LLMError, PromptTemplate, load_few_shot

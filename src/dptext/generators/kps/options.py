@@ -1,7 +1,9 @@
 """DP-KPS's options: every public parameter of a ``KeyphraseSeeder`` and their checks.
 
 The defaults here are the one source of the CLI's and the API's DP-KPS defaults
-(``cli/options.py`` reads them). Defaults were chosen by measurement on BBC News
+(``cli/options.py`` reads them), the budget's form among them (``budget_form``): one total
+ε, ``DEFAULT_EPSILON`` when nothing is given, split by the plan; per-stage ε (the paper's
+interface) only when a per-stage option is given. Defaults were chosen by measurement on BBC News
 (docs/method.md, and ``benchmarks/bench_keyphrase_utility.py`` in docs/benchmarks.md);
 the paper's own setting is ``vocab_noise="laplace", kde_noise="laplace",
 terms_per_doc=10, sampling="proportional", vocab_noise_terms=inf, features=1000``.
@@ -13,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dptext.generators.base import DEFAULT_EPSILON
 from dptext.generators.kps.models import MODELS
 from dptext.kde.sampler import SAMPLING
 from dptext.kde.sketch import ENSEMBLES
@@ -23,18 +26,37 @@ METHODS = ("independent", "iterative")
 PER_STAGE_TERMS_PER_DOC = 80  # S under per-stage budgets (no share of a total ε to choose it)
 SELECT = ("auto", "none")
 SELECTION_SPLITS = ("auto", "shared", "holdout")
+#: the paper's split, for a per-stage option not given beside the other one
+PER_STAGE_EPSILONS = {"epsilon_vocab": 1.0, "epsilon_kde": 5.0}
+
+
+def budget_form(epsilon: float | None, epsilon_vocab: float | None = None,
+                epsilon_kde: float | None = None) -> dict[str, float]:
+    """The budget a DP-KPS run is given: ``{"epsilon": E}``, one total split by the plan
+    (``DEFAULT_EPSILON`` when no ε is given), or, when a per-stage ε is given,
+    ``{"epsilon_vocab": ..., "epsilon_kde": ...}`` (the other from ``PER_STAGE_EPSILONS``).
+    The one rule for the CLI, ``dptext.synthesize`` and ``KeyphraseSeeder``."""
+    stages = {"epsilon_vocab": epsilon_vocab, "epsilon_kde": epsilon_kde}
+    if all(v is None for v in stages.values()):
+        return {"epsilon": DEFAULT_EPSILON if epsilon is None else epsilon}
+    if epsilon is not None:
+        raise ValueError("give either a total epsilon (--epsilon) or the per-stage "
+                         "epsilon_vocab/epsilon_kde (--epsilon-vocab/--epsilon-kde), not both")
+    return {k: PER_STAGE_EPSILONS[k] if v is None else v for k, v in stages.items()}
 
 
 @dataclass
 class SeederOptions:
-    """The public parameters of DP-KPS (all of them may be shown and stored)."""
+    """The public parameters of DP-KPS (all of them may be shown and stored). The budget
+    is resolved on construction (``budget_form``): ``epsilon`` the total, or None and the
+    two per-stage ε."""
 
     vocab: Any = "auto"  # a spec or a PublicVocabulary; auto: AUTO_VOCAB by model
     embedder: Any = "minilm"
-    epsilon_vocab: float | None = 1.0
-    epsilon_kde: float | None = 5.0
+    epsilon_vocab: float | None = None  # per stage (then epsilon is None); budget_form
+    epsilon_kde: float | None = None
     delta: float = 1e-5
-    epsilon: float | None = None  # total budget: overrides epsilon_vocab/epsilon_kde
+    epsilon: float | None = None  # the total; None given: DEFAULT_EPSILON unless per stage
     vocab_share: float = 0.5
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
@@ -77,6 +99,11 @@ class SeederOptions:
     form_share: float = 0.1  # of a total epsilon, for the form profile
     epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
 
+    def __post_init__(self) -> None:
+        form = budget_form(self.epsilon, self.epsilon_vocab, self.epsilon_kde)
+        self.epsilon = form.get("epsilon")
+        self.epsilon_vocab, self.epsilon_kde = (form.get(k) for k in PER_STAGE_EPSILONS)
+
     def validate(self) -> None:
         """Refuse options out of range, before any release (plain ValueErrors)."""
         def number(value) -> bool:  # a real number, not a bool or a string
@@ -87,6 +114,7 @@ class SeederOptions:
             if not (number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
+        budget_form(self.epsilon, self.epsilon_vocab, self.epsilon_kde)  # one form, not both
         if self.epsilon is None:
             positive("epsilon_vocab", self.epsilon_vocab)
             positive("epsilon_kde", self.epsilon_kde)

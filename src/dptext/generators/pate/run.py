@@ -32,6 +32,7 @@ from dptext.compute import current_engine
 from dptext.corpus import Corpus, write_jsonl
 from dptext.files import write_json_atomic
 from dptext.generators.base import (
+    DEFAULT_EPSILON,
     BaseGenerator,
     CorpusInfo,
     Documents,
@@ -71,7 +72,7 @@ DATA_INDEPENDENT_NOTE = ("GNMax is accounted data-independently (no smooth-sensi
 class PateConfig:
     """Everything that fixes a run's DP releases and its public candidate pool."""
 
-    epsilon: float
+    epsilon: float = DEFAULT_EPSILON
     delta: float = 1e-5
     documents: int | None = None  # total output documents ...
     per_class: int | None = None  # ... or this many per class (default 100 per class)
