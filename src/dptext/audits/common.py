@@ -10,7 +10,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from dptext.privacy.auditing import BROKEN_VARIANTS
+from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_statistics
+
+
+def audit_claim(ledger, name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray, str]], *,
+                confidence: float, started: float, broken: str) -> AuditRow:
+    """``audit_statistics`` against the (ε, δ) that ``ledger`` (a run's, or the last of
+    many identical runs') composes: the claim a row tests is always the ledger's."""
+    claimed = ledger.guarantee()
+    return audit_statistics(name, pairs, epsilon=claimed.epsilon, delta=claimed.delta,
+                            confidence=confidence, started=started, broken=broken)
 
 
 def terms(n: int) -> tuple[str, ...]:
@@ -67,6 +76,22 @@ def memoised_calibration() -> Iterator[None]:
         yield
     finally:
         kps.split_budget, kps.gaussian_noise_multiplier = honest
+
+
+@contextmanager
+def memoised_accounting() -> Iterator[None]:
+    """Within the block, the ledger's PLD composition is computed once per distinct list of
+    DP events: a pure function of public numbers (noise multipliers, sampling rates), so
+    every ε is unchanged. A run that records one release per class recomposes its ledger
+    at each (the ε cap's check), ~1 s each; repeated audit runs make the same lists."""
+    from dptext.privacy import ledger
+
+    honest = ledger.pld_epsilon
+    cached = lru_cache(maxsize=256)(lambda events, delta, eps_basic:
+                                    honest(list(events), delta, eps_basic))
+    with swapped(ledger, "pld_epsilon",
+                 lambda events, delta, eps_basic: cached(tuple(events), delta, eps_basic)):
+        yield
 
 
 @contextmanager

@@ -35,14 +35,21 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from dptext.audits.common import canary_copies, gaussian_llr, memoised_calibration, quiet, terms
+from dptext.audits.common import (
+    audit_claim,
+    canary_copies,
+    gaussian_llr,
+    memoised_calibration,
+    quiet,
+    terms,
+)
 from dptext.audits.labels import _broken_label_set
 from dptext.audits.models import _half_noise_selection
 from dptext.corpus import Corpus
 from dptext.kde.histogram import HISTOGRAM_NAME
 from dptext.kde.terms_per_doc import GRID
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
+from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.labels import LABEL_SET
 from dptext.text.vocabulary import PublicVocabulary
 
@@ -96,15 +103,13 @@ def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int =
                 with observe_releases() as seen:
                     fit_seeder(seeder, corpus, seed=run, say=lambda _: None, ledger=ledger)
                 stat[name].append(_likelihood_ratio(seeder, ledger, seen, adv_index))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + S + "
+    return audit_claim(
+        ledger, "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + S + "
         "class × term histogram)",
         [(np.array(stat["D"]), np.array(stat["D'"]),
           "likelihood ratio of the histogram cells of the adversary's first S terms and "
           "the label set's count of its class")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 def _likelihood_ratio(seeder, ledger: PrivacyLedger, seen, adv_index: np.ndarray) -> float:
