@@ -6,11 +6,31 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_statistics
+
+
+@dataclass(frozen=True)
+class RatioSamples:
+    """A row's Gaussian likelihood ratios on D and D', the ledger of its last run, and
+    ``shift`` = Σ‖Δ‖²/σ² at the ledger's σ: for one document and honest noise the ratio
+    is N(c, shift) on D and N(c + shift, shift) on D'. ``moments`` compares the samples
+    with that law — a cheap check (CI's) that halved noise (variance shift/4) or a document
+    counted twice (mean shift 2·shift) breaks; the DP test itself is ``audit_claim``."""
+
+    on_d: np.ndarray
+    on_neighbour: np.ndarray
+    ledger: object
+    shift: float
+
+    def moments(self) -> tuple[float, float]:
+        """(variance on D, mean shift D → D'), each relative to ``shift`` (1 when honest)."""
+        return (float(np.var(self.on_d, ddof=1)) / self.shift,
+                float(np.mean(self.on_neighbour) - np.mean(self.on_d)) / self.shift)
 
 
 def audit_claim(ledger, name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray, str]], *,

@@ -30,9 +30,10 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS):
+def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS, words: str = "adversary"):
     """Exact tutor counts and vote histograms on D and on D' (``copies`` of the document),
-    and the corpora: D's texts and labels, and the adversary's texts (class "0")."""
+    and the corpora: D's texts and labels, and the adversary's texts (class "0": ``words``
+    and a number)."""
     from dptext.generators.pate.shards import deduplicate, shard_of
     from dptext.generators.pate.teachers import teacher_votes
 
@@ -45,7 +46,7 @@ def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS):
     salt = b"audit salt".ljust(32, b".")
     used = set(shard_of(texts, teachers, salt).tolist())
     # the adversary's document: a text that lands in an empty shard, on the queried candidate
-    free = [t for t in (f"adversary {k}" for k in range(2000))
+    free = [t for t in (f"{words} {k}" for k in range(2000))
             if int(shard_of([t], teachers, salt)[0]) not in used]
     adversary = free[:copies]  # "unbounded": one document placed in two shards
     for t in adversary:
