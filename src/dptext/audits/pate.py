@@ -16,6 +16,7 @@ projects every noisy release on their difference (the Gaussian likelihood ratio)
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,10 +31,11 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+@lru_cache(maxsize=8)  # deterministic, and each call trains 2 × ``teachers`` classifiers
 def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS, words: str = "adversary"):
     """Exact tutor counts and vote histograms on D and on D' (``copies`` of the document),
     and the corpora: D's texts and labels, and the adversary's texts (class "0": ``words``
-    and a number)."""
+    and a number). Read-only: the results are shared between calls."""
     from dptext.generators.pate.shards import deduplicate, shard_of
     from dptext.generators.pate.teachers import teacher_votes
 
@@ -63,7 +65,7 @@ def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS, words: str = "
 
     on_d = exact(texts, labels)
     on_nb = exact([*texts, *adversary], [*labels, *["0"] * copies])
-    return on_d, on_nb, (texts, labels, adversary)
+    return on_d, on_nb, (tuple(texts), tuple(labels), tuple(adversary))
 
 
 def _specs(epsilon: float, delta: float):
