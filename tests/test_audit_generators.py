@@ -77,7 +77,7 @@ def test_dpsgd_through_dpft_training_loop():
     half the noise handed to Opacus."""
     from dptext.audits.dpft_loop import audit_dpft_training
 
-    honest = audit_dpft_training(runs=100)
+    honest = audit_dpft_training(runs=50)
     assert honest.claimed_epsilon == pytest.approx(0.5, rel=1e-2) and not honest.violation
     assert honest.epsilon_lower_bound <= honest.claimed_epsilon
     assert audit_dpft_training(runs=50, broken="unbounded").violation  # clipping off
