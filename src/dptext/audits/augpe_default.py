@@ -39,7 +39,6 @@ import numpy as np
 
 from dptext.audits.common import (
     RatioSamples,
-    audit_claim,
     canary_copies,
     memoised_accounting,
     quiet,
@@ -101,12 +100,10 @@ def audit_augpe_default(epsilon: float = 3.0, delta: float = 0.2, iterations: in
                         broken: str = "none") -> AuditRow:
     """The DP test of ``augpe_default_ratios`` against the run ledger's (ε, δ)."""
     started = time.perf_counter()
-    s = augpe_default_ratios(epsilon, delta, iterations, runs=runs, broken=broken)
-    return audit_claim(
-        s.ledger, f"Aug-PE as the CLI runs it (undeclared labels: label set + T = "
+    return augpe_default_ratios(epsilon, delta, iterations, runs=runs, broken=broken).audit(
+        f"Aug-PE as the CLI runs it (undeclared labels: label set + T = "
         f"{iterations} vote releases, AugPEGenerator.fit)",
-        [(s.on_d, s.on_neighbour,
-          "likelihood ratio of a class's noisy label count and its T vote histograms")],
+        "likelihood ratio of a class's noisy label count and its T vote histograms",
         confidence=confidence, started=started, broken=broken)
 
 

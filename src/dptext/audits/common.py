@@ -27,6 +27,12 @@ class RatioSamples:
     ledger: object
     shift: float
 
+    def audit(self, name: str, statistic: str, *, confidence: float, started: float,
+              broken: str) -> AuditRow:
+        """The DP test of these samples against the ledger's claim (``audit_claim``)."""
+        return audit_claim(self.ledger, name, [(self.on_d, self.on_neighbour, statistic)],
+                           confidence=confidence, started=started, broken=broken)
+
     def moments(self) -> tuple[float, float]:
         """(variance on D, mean shift D → D'), each relative to ``shift`` (1 when honest)."""
         return (float(np.var(self.on_d, ddof=1)) / self.shift,

@@ -37,7 +37,6 @@ import numpy as np
 
 from dptext.audits.common import (
     RatioSamples,
-    audit_claim,
     canary_copies,
     gaussian_llr,
     memoised_calibration,
@@ -114,13 +113,11 @@ def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int =
                         confidence: float = 0.95, broken: str = "none") -> AuditRow:
     """The DP test of ``dpkps_default_ratios`` against the run ledger's (ε, δ)."""
     started = time.perf_counter()
-    s = dpkps_default_ratios(epsilon, delta, runs=runs, broken=broken)
-    return audit_claim(
-        s.ledger, "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + "
+    return dpkps_default_ratios(epsilon, delta, runs=runs, broken=broken).audit(
+        "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + "
         "S + class × term histogram)",
-        [(s.on_d, s.on_neighbour,
-          "likelihood ratio of the histogram cells of the adversary's first S terms and "
-          "the label set's count of its class")],
+        "likelihood ratio of the histogram cells of the adversary's first S terms and "
+        "the label set's count of its class",
         confidence=confidence, started=started, broken=broken)
 
 

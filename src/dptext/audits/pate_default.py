@@ -30,7 +30,6 @@ import numpy as np
 
 from dptext.audits.common import (
     RatioSamples,
-    audit_claim,
     canary_copies,
     gaussian_llr,
     memoised_accounting,
@@ -84,13 +83,11 @@ def audit_pate_default(epsilon: float = 3.0, delta: float = 0.2, *, runs: int = 
                        confidence: float = 0.95, broken: str = "none") -> AuditRow:
     """The DP test of ``pate_default_ratios`` against the run ledger's (ε, δ)."""
     started = time.perf_counter()
-    s = pate_default_ratios(epsilon, delta, runs=runs, broken=broken)
-    return audit_claim(
-        s.ledger, "PATE as the CLI runs it (undeclared labels: label set + tutor + "
+    return pate_default_ratios(epsilon, delta, runs=runs, broken=broken).audit(
+        "PATE as the CLI runs it (undeclared labels: label set + tutor + "
         "vocabulary + GNMax votes, PateGenerator's releases)",
-        [(s.on_d, s.on_neighbour,
-          "likelihood ratio of the label set's and the tutor's count of the adversary's "
-          "class, its S vocabulary cells and the teachers' votes")],
+        "likelihood ratio of the label set's and the tutor's count of the adversary's "
+        "class, its S vocabulary cells and the teachers' votes",
         confidence=confidence, started=started, broken=broken)
 
 
