@@ -70,6 +70,19 @@ def test_dpsgd_single_step():
     assert audit_dpsgd(runs=2000, broken="unbounded").violation  # clipping off
 
 
+def test_dpsgd_through_dpft_training_loop():
+    """dpft's ``train`` (Poisson sampling, empty batches, secure noise): honest within its
+    claim, clipping off caught. Half the noise needs ~800 trainings a side to refute: the
+    power run (benchmarks/audit_power.py --only dpft-training); CI's ``dpsgd`` row catches
+    half the noise handed to Opacus."""
+    from dptext.audits.dpft_loop import audit_dpft_training
+
+    honest = audit_dpft_training(runs=50)
+    assert honest.claimed_epsilon == pytest.approx(0.5, rel=1e-2) and not honest.violation
+    assert honest.epsilon_lower_bound <= honest.claimed_epsilon
+    assert audit_dpft_training(runs=50, broken="unbounded").violation  # clipping off
+
+
 def test_memoised_calibration_changes_no_noise_and_is_undone():
     from dptext.audits.common import memoised_calibration
     from dptext.generators.kps import KeyphraseSeeder, budget
@@ -82,3 +95,17 @@ def test_memoised_calibration_changes_no_noise_and_is_undone():
         assert seeder.noise_specs() == honest == seeder.noise_specs()
         assert budget.gaussian_noise_multiplier(1.0, 1e-5) == multiplier
     assert budget.split_budget is split
+
+
+def test_memoised_accounting_changes_no_epsilon_and_is_undone():
+    from dptext.audits.common import memoised_accounting
+    from dptext.privacy import ledger as mod
+    from dptext.privacy.dpsgd import dp_sgd_release
+
+    rec = dp_sgd_release(name="x", noise_multiplier=2.0, sampling_rate=1.0, steps=1,
+                         max_grad_norm=1.0, epsilon=1.0, delta=1e-5)
+    honest, composed = mod.pld_epsilon, mod.compose([rec])
+    with memoised_accounting():
+        assert mod.pld_epsilon is not honest
+        assert mod.compose([rec]) == composed == mod.compose([rec])
+    assert mod.pld_epsilon is honest

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from dptext.audits.common import canary_copies
+from dptext.audits.common import audit_claim, canary_copies
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise
+from dptext.privacy.auditing import AuditRow, broken_noise
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -64,10 +64,8 @@ def audit_augpe(epsilon: float = 2.0, delta: float = 1e-2, iterations: int = 3, 
                         pops[c] = _unit(syn[parents]
                                         + 0.2 * public.standard_normal((per_class, dim)))
                 samples[name].extend(stat.tolist())
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"Aug-PE votes over T = {iterations} iterations (Gaussian, composed)",
+    return audit_claim(
+        ledger, f"Aug-PE votes over T = {iterations} iterations (Gaussian, composed)",
         [(np.array(samples["D"]), np.array(samples["D'"]),
           "likelihood ratio of the T vote releases (the canary's votes)")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)

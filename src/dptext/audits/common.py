@@ -6,11 +6,46 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from dptext.privacy.auditing import BROKEN_VARIANTS
+from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_statistics
+
+
+@dataclass(frozen=True)
+class RatioSamples:
+    """A row's Gaussian likelihood ratios on D and D', the ledger of its last run, and
+    ``shift`` = Σ‖Δ‖²/σ² at the ledger's σ: for one document and honest noise the ratio
+    is N(c, shift) on D and N(c + shift, shift) on D'. ``moments`` compares the samples
+    with that law — a cheap check (CI's) that halved noise (variance shift/4) or a document
+    counted twice (mean shift 2·shift) breaks; the DP test itself is ``audit_claim``."""
+
+    on_d: np.ndarray
+    on_neighbour: np.ndarray
+    ledger: object
+    shift: float
+
+    def audit(self, name: str, statistic: str, *, confidence: float, started: float,
+              broken: str) -> AuditRow:
+        """The DP test of these samples against the ledger's claim (``audit_claim``)."""
+        return audit_claim(self.ledger, name, [(self.on_d, self.on_neighbour, statistic)],
+                           confidence=confidence, started=started, broken=broken)
+
+    def moments(self) -> tuple[float, float]:
+        """(variance on D, mean shift D → D'), each relative to ``shift`` (1 when honest)."""
+        return (float(np.var(self.on_d, ddof=1)) / self.shift,
+                float(np.mean(self.on_neighbour) - np.mean(self.on_d)) / self.shift)
+
+
+def audit_claim(ledger, name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray, str]], *,
+                confidence: float, started: float, broken: str) -> AuditRow:
+    """``audit_statistics`` against the (ε, δ) that ``ledger`` (a run's, or the last of
+    many identical runs') composes: the claim a row tests is always the ledger's."""
+    claimed = ledger.guarantee()
+    return audit_statistics(name, pairs, epsilon=claimed.epsilon, delta=claimed.delta,
+                            confidence=confidence, started=started, broken=broken)
 
 
 def terms(n: int) -> tuple[str, ...]:
@@ -67,6 +102,22 @@ def memoised_calibration() -> Iterator[None]:
         yield
     finally:
         kps.split_budget, kps.gaussian_noise_multiplier = honest
+
+
+@contextmanager
+def memoised_accounting() -> Iterator[None]:
+    """Within the block, the ledger's PLD composition is computed once per distinct list of
+    DP events: a pure function of public numbers (noise multipliers, sampling rates), so
+    every ε is unchanged. A run that records one release per class recomposes its ledger
+    at each (the ε cap's check), ~1 s each; repeated audit runs make the same lists."""
+    from dptext.privacy import ledger
+
+    honest = ledger.pld_epsilon
+    cached = lru_cache(maxsize=256)(lambda events, delta, eps_basic:
+                                    honest(list(events), delta, eps_basic))
+    with swapped(ledger, "pld_epsilon",
+                 lambda events, delta, eps_basic: cached(tuple(events), delta, eps_basic)):
+        yield
 
 
 @contextmanager

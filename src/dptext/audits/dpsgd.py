@@ -20,8 +20,9 @@ import warnings
 
 import numpy as np
 
+from dptext.audits.common import audit_claim
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics
+from dptext.privacy.auditing import AuditRow
 
 CLIP = 1.0
 DIM = 4
@@ -80,9 +81,7 @@ def audit_dpsgd(epsilon: float = 2.0, delta: float = 1e-2, *, runs: int = 3000,
             samples[name] = draws
     ledger = PrivacyLedger()
     ledger.record(record)
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        "DP-SGD, one Opacus step (clip C = 1, full batch)",
+    return audit_claim(
+        ledger, "DP-SGD, one Opacus step (clip C = 1, full batch)",
         [(samples["D"], samples["D'"], "update projected on the canary's gradient direction")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from dptext.audits.common import canary_copies
+from dptext.audits.common import audit_claim, canary_copies
 from dptext.privacy import NoiseSpec, PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise
+from dptext.privacy.auditing import AuditRow, broken_noise
 from dptext.text.form import FORM_BLOCKS, form_vectors
 
 BASE = ("A short plain note about the weather today.",
@@ -49,9 +49,7 @@ def audit_form_profile(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int =
                 profile = release_form_profile(items, labels, spec, ledger)
                 draws.append((np.stack([profile.sums[k] for k in labels]) - base) @ unit)
             samples.append(np.concatenate(draws))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"form profile (Gaussian, {len(FORM_BLOCKS)} one-hot blocks, {classes} classes)",
+    return audit_claim(
+        ledger, f"form profile (Gaussian, {len(FORM_BLOCKS)} one-hot blocks, {classes} classes)",
         [(samples[0], samples[1], "projection on the canary's form vector")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+        confidence=confidence, started=started, broken=broken)

@@ -24,13 +24,20 @@ import time
 
 import numpy as np
 
-from dptext.audits.common import canary_copies, gaussian_llr, memoised_calibration, quiet, terms
+from dptext.audits.common import (
+    audit_claim,
+    canary_copies,
+    gaussian_llr,
+    memoised_calibration,
+    quiet,
+    terms,
+)
 from dptext.corpus import Corpus
 from dptext.embed.hashing import HashEmbedder
 from dptext.kde.rff import FEATURE_BOUND, FourierFeatures
 from dptext.kde.sketch import ensemble_blocks, exact_sums, release_sketches
 from dptext.privacy import NoiseSpec, PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
+from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.text.vocabulary import PublicVocabulary
 
 
@@ -73,13 +80,11 @@ def audit_vocabulary(noise: str = "laplace", epsilon: float | None = None, delta
                 # Gaussian: the projection on the shift (its likelihood ratio)
                 samples[name].append(float(np.sum(np.clip(shift, 0, copies))
                                            if noise == "laplace" else np.sum(shift)))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"vocabulary histogram (S = {terms_per_doc}, {noise})",
+    return audit_claim(
+        ledger, f"vocabulary histogram (S = {terms_per_doc}, {noise})",
         [(np.array(samples["D"]), np.array(samples["D'"]),
           "likelihood ratio over the adversary's first S terms")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 # ------------------------------------------------------------------ label histogram
@@ -101,12 +106,10 @@ def audit_label_counts(epsilon: float = 1.0, *, runs: int = 3000, confidence: fl
                 with observe_releases() as seen:
                     release_label_counts(corpus, ["a", "b"], epsilon, ledger)
                 samples[name].append(float(seen[0][2][0]))
-    claimed = ledger.guarantee()
-    return audit_statistics("label histogram (Laplace)",
-                            [(np.array(samples["D"]), np.array(samples["D'"]),
-                              "noisy count of the adversary's class")],
-                            epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-                            started=started, broken=broken)
+    return audit_claim(ledger, "label histogram (Laplace)",
+                       [(np.array(samples["D"]), np.array(samples["D'"]),
+                         "noisy count of the adversary's class")],
+                       confidence=confidence, started=started, broken=broken)
 
 
 # ------------------------------------------------------------------ KDE sketches
@@ -145,12 +148,10 @@ def audit_kde(noise: str = "laplace", epsilon: float | None = None, delta: float
                 # likelihood ratio for Gaussian noise (and the coordinate itself for I = 1)
                 draws.extend(float(np.sum(sk.sums[c][0])) for c in range(classes))
             samples[name] = np.asarray(draws)
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"KDE sketch sums ({noise}, I = {features}, worst-case features)",
+    return audit_claim(
+        ledger, f"KDE sketch sums ({noise}, I = {features}, worst-case features)",
         [(samples["D"], samples["D'"], "projection on the adversary's feature vector")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 # ------------------------------------------------------------------ DP-KPS end to end
@@ -209,7 +210,7 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
                   model="kde", select="none")  # the paper's path, which this row audits
     kde_stat: dict[str, list[float]] = {"D": [], "D'": []}
     rank_stat: dict[str, list[float]] = {"D": [], "D'": []}
-    claimed = None
+    ledger = None
     with broken_noise(broken), quiet():
         for name, corpus in (("D", d), ("D'", d_prime)):
             for _ in range(runs):
@@ -219,15 +220,14 @@ def audit_dpkps(epsilon_vocab: float = 0.5, epsilon_kde: float = 1.5, *, runs: i
                 seeder.sample(1, rng=np.random.default_rng(0))  # the pipeline runs to the end
                 kde_stat[name].append(sign * float(seeder.sketches_.sums["a"][0][0]))
                 rank_stat[name].append(-float(seeder.released_vocabulary_.index(canary)))
-                claimed = seeder.ledger_.guarantee()
-    return audit_statistics(
-        "DP-KPS end to end (Laplace vocabulary + Laplace KDE)",
+                ledger = seeder.ledger_
+    return audit_claim(
+        ledger, "DP-KPS end to end (Laplace vocabulary + Laplace KDE)",
         [(np.array(kde_stat["D"]), np.array(kde_stat["D'"]),
           "released sketch of the canary's class"),
          (np.array(rank_stat["D"]), np.array(rank_stat["D'"]),
           "rank of the canary term in the released vocabulary")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 def audit_dpkps_defaults(method: str = "independent", epsilon: float = 2.0, delta: float = 1e-2,
@@ -274,11 +274,9 @@ def audit_dpkps_defaults(method: str = "independent", epsilon: float = 2.0, delt
                 sketch = np.concatenate(seeder.sketches_.sums["a"])
                 stat[name].append(gaussian_llr([seen[0][2], sketch], [vocab_shift, kde_shift],
                                                [sigma_vocab, sigma_kde]))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"DP-KPS end to end, KDE path with default noise ({method}; Gaussian vocabulary + "
+    return audit_claim(
+        ledger, f"DP-KPS end to end, KDE path with default noise ({method}; Gaussian vocabulary + "
         f"Gaussian KDE, ε split)",
         [(np.array(stat["D"]), np.array(stat["D'"]),
           "likelihood ratio of the vocabulary histogram and the canary class's sketches")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)

@@ -35,14 +35,21 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from dptext.audits.common import canary_copies, gaussian_llr, memoised_calibration, quiet, terms
+from dptext.audits.common import (
+    RatioSamples,
+    canary_copies,
+    gaussian_llr,
+    memoised_calibration,
+    quiet,
+    terms,
+)
 from dptext.audits.labels import _broken_label_set
 from dptext.audits.models import _half_noise_selection
 from dptext.corpus import Corpus
 from dptext.kde.histogram import HISTOGRAM_NAME
 from dptext.kde.terms_per_doc import GRID
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
+from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.labels import LABEL_SET
 from dptext.text.vocabulary import PublicVocabulary
 
@@ -75,19 +82,20 @@ def _corpora(broken: str) -> tuple[PublicVocabulary, Corpus, Corpus, tuple[str, 
     return vocab, d, d_prime, adversary
 
 
-def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int = 1000,
-                        confidence: float = 0.95, broken: str = "none") -> AuditRow:
-    """The CLI's DP-KPS fit (label set, S, histogram) on D and D' (above)."""
+def dpkps_default_ratios(epsilon: float = 1.0, delta: float = 0.2, *, runs: int = 1000,
+                         broken: str = "none") -> RatioSamples:
+    """The CLI's DP-KPS fit (label set, S, histogram) on D and D' (above), ``runs`` fits a
+    side: each fit's likelihood ratio. Its shift S/σ_S² + 1/σ_count² is the same for every
+    S, the histogram's σ_S being calibrated to its sensitivity √S."""
     from dptext.generators.kps import KeyphraseSeeder
     from dptext.generators.kps.generator import KPSGenerator, fit_seeder
 
-    started = time.perf_counter()
     vocab, d, d_prime, adversary = _corpora(broken)
     params = KPSGenerator(epsilon=epsilon, delta=delta,
                           seeder={"vocab": vocab, "vocab_size": len(vocab)}).seeder_params()
     adv_index = np.array([vocab.terms.index(t) for t in adversary])
     stat: dict[str, list[float]] = {"D": [], "D'": []}
-    ledger = PrivacyLedger()
+    ledger, seeder = PrivacyLedger(), None
     with _broken_run(broken), quiet(), memoised_calibration():
         for name, corpus in (("D", d), ("D'", d_prime)):
             for run in range(runs):
@@ -96,15 +104,21 @@ def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int =
                 with observe_releases() as seen:
                     fit_seeder(seeder, corpus, seed=run, say=lambda _: None, ledger=ledger)
                 stat[name].append(_likelihood_ratio(seeder, ledger, seen, adv_index))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + S + "
-        "class × term histogram)",
-        [(np.array(stat["D"]), np.array(stat["D'"]),
-          "likelihood ratio of the histogram cells of the adversary's first S terms and "
-          "the label set's count of its class")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+    sigma = {r.name.split(" (")[0]: r.noise_scale for r in ledger.releases}
+    shift = seeder.terms_per_doc_ / sigma[HISTOGRAM_NAME]**2 + 1 / sigma[LABEL_SET]**2
+    return RatioSamples(np.array(stat["D"]), np.array(stat["D'"]), ledger, shift)
+
+
+def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int = 1000,
+                        confidence: float = 0.95, broken: str = "none") -> AuditRow:
+    """The DP test of ``dpkps_default_ratios`` against the run ledger's (ε, δ)."""
+    started = time.perf_counter()
+    return dpkps_default_ratios(epsilon, delta, runs=runs, broken=broken).audit(
+        "DP-KPS as the CLI runs it (undeclared labels, model and S auto: label set + "
+        "S + class × term histogram)",
+        "likelihood ratio of the histogram cells of the adversary's first S terms and "
+        "the label set's count of its class",
+        confidence=confidence, started=started, broken=broken)
 
 
 def _likelihood_ratio(seeder, ledger: PrivacyLedger, seen, adv_index: np.ndarray) -> float:

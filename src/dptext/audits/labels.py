@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from dptext.audits.common import swapped
+from dptext.audits.common import audit_claim, swapped
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics
+from dptext.privacy.auditing import AuditRow
 
 LABEL_SET_BROKEN = ("none", "half-noise", "no-threshold")
 
@@ -72,10 +72,9 @@ def audit_label_set(epsilon: float = 4.0, delta: float = 1e-3, *, samples: int =
     high = np.array([out_p.get(x, 0.0) for x in names])  # `count` + 1
     absent = np.array([out_d.get(x, 0.0) for x in ones])  # never in D
     once = np.array([out_p.get(x, 0.0) for x in ones])  # one document in D'
-    claimed = PrivacyLedger(releases=ledger.releases[:1]).guarantee()  # one release's claim
-    return audit_statistics(
-        "DP label set (Gaussian partition selection)",
+    # one release's claim
+    return audit_claim(
+        PrivacyLedger(releases=ledger.releases[:1]), "DP label set (Gaussian partition selection)",
         [(low, high, f"noisy count of a label of {count} vs {count} + 1 documents"),
          (absent, once, "a label of one document: its noisy count if released, else 0")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+        confidence=confidence, started=started, broken=broken)

@@ -27,10 +27,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from dptext.audits.common import canary_copies, swapped
+from dptext.audits.common import audit_claim, canary_copies, swapped
 from dptext.kde import histogram, terms_per_doc
 from dptext.privacy import NoiseSpec, PrivacyLedger, selection
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
+from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.selection import SELECTION_MARGIN, margin_scores, select_noisy_max
 from dptext.text.vocabulary import PublicVocabulary
 
@@ -87,12 +87,10 @@ def audit_histogram(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int = 50
                                                     max_terms=TERMS)
                 noisy = np.stack([v.ravel() for _, _, v in seen])
                 out.append((noisy - exact[0]) @ unit)
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"class × term histogram (Gaussian, S = {S}, {CLASSES} classes)",
+    return audit_claim(
+        ledger, f"class × term histogram (Gaussian, S = {S}, {CLASSES} classes)",
         [(out[0], out[1], "projection on the shift of one document's counts")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 @contextmanager
@@ -136,12 +134,12 @@ def audit_selection(epsilon: float = 1.0, candidates: int = 20, *, runs: int = 1
                                       name="model selection", reason="audit")
                      for _ in range(runs)]
             out.append((np.asarray(picks) == 0).astype(float))
-    claimed = PrivacyLedger(releases=ledger.releases[:1]).guarantee()  # one selection's claim
-    return audit_statistics(
+    # one selection's claim
+    return audit_claim(
+        PrivacyLedger(releases=ledger.releases[:1]),
         f"model selection (report-noisy-max, {candidates} candidates)",
         [(out[0], out[1], "candidate 0 chosen")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 def audit_terms_per_doc(epsilon: float = 1.0, *, runs: int = 10_000, confidence: float = 0.95,
@@ -166,9 +164,9 @@ def audit_terms_per_doc(epsilon: float = 1.0, *, runs: int = 10_000, confidence:
                                                         grid=grid)
                      for _ in range(runs)]
             out.append(np.asarray(picks, dtype=float))
-    claimed = PrivacyLedger(releases=ledger.releases[:1]).guarantee()  # one choice's claim
-    return audit_statistics(
+    # one choice's claim
+    return audit_claim(
+        PrivacyLedger(releases=ledger.releases[:1]),
         f"terms per document S (report-noisy-max, S = {grid[0]} or {grid[1]})",
         [(out[0], out[1], "the chosen S")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+        confidence=confidence, started=started, broken=broken)

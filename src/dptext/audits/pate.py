@@ -16,12 +16,13 @@ projects every noisy release on their difference (the Gaussian likelihood ratio)
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 import numpy as np
 
-from dptext.audits.common import canary_copies, gaussian_llr
+from dptext.audits.common import audit_claim, canary_copies, gaussian_llr
 from dptext.privacy import PrivacyLedger, release
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise
+from dptext.privacy.auditing import AuditRow, broken_noise
 
 TEACHERS, CLASSES = 20, 2
 
@@ -30,22 +31,25 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def _setup(copies: int):
-    """Exact tutor counts and vote histograms on D and on D' (``copies`` of the document)."""
+@lru_cache(maxsize=8)  # deterministic, and each call trains 2 × ``teachers`` classifiers
+def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS, words: str = "adversary"):
+    """Exact tutor counts and vote histograms on D and on D' (``copies`` of the document),
+    and the corpora: D's texts and labels, and the adversary's texts (class "0": ``words``
+    and a number). Read-only: the results are shared between calls."""
     from dptext.generators.pate.shards import deduplicate, shard_of
     from dptext.generators.pate.teachers import teacher_votes
 
     rng = np.random.default_rng(0)
-    texts = [f"doc {i}" for i in range(12)]
-    labels = [str(i % CLASSES) for i in range(12)]
-    emb = dict(zip(texts, _unit(rng.standard_normal((12, 8))), strict=True))
+    texts = [f"doc {i}" for i in range(docs)]
+    labels = [str(i % CLASSES) for i in range(docs)]
+    emb = dict(zip(texts, _unit(rng.standard_normal((docs, 8))), strict=True))
     x_cand = _unit(rng.standard_normal((10, 8)))
     folds, queried = np.arange(10) % 2, np.array([0])
     salt = b"audit salt".ljust(32, b".")
-    used = set(shard_of(texts, TEACHERS, salt).tolist())
+    used = set(shard_of(texts, teachers, salt).tolist())
     # the adversary's document: a text that lands in an empty shard, on the queried candidate
-    free = [t for t in (f"adversary {k}" for k in range(2000))
-            if int(shard_of([t], TEACHERS, salt)[0]) not in used]
+    free = [t for t in (f"{words} {k}" for k in range(2000))
+            if int(shard_of([t], teachers, salt)[0]) not in used]
     adversary = free[:copies]  # "unbounded": one document placed in two shards
     for t in adversary:
         emb[t] = x_cand[0]
@@ -55,13 +59,13 @@ def _setup(copies: int):
         y = np.array([int(lab) for lab in labs])
         tutor = np.bincount(y, minlength=CLASSES).astype(np.float64)
         votes = teacher_votes(np.array([emb[t] for t in docs]), y,
-                              shard_of(docs, TEACHERS, salt), TEACHERS, x_cand, folds,
+                              shard_of(docs, teachers, salt), teachers, x_cand, folds,
                               queried, CLASSES)
         return tutor, votes
 
     on_d = exact(texts, labels)
     on_nb = exact([*texts, *adversary], [*labels, *["0"] * copies])
-    return on_d, on_nb
+    return on_d, on_nb, (tuple(texts), tuple(labels), tuple(adversary))
 
 
 def _specs(epsilon: float, delta: float):
@@ -81,7 +85,7 @@ def audit_pate(epsilon: float = 2.0, delta: float = 1e-2, *, runs: int = 3000,
 
     started = time.perf_counter()
     specs = _specs(epsilon, delta)
-    d_exact, nb_exact = _setup(canary_copies(broken))
+    d_exact, nb_exact, _ = _setup(canary_copies(broken))
     honest_nb = _setup(1)[1] if broken == "unbounded" else nb_exact
     shifts = [honest_nb[0] - d_exact[0], honest_nb[1] - d_exact[1]]  # one document's move
     if np.abs(shifts[1]).sum() < 2:  # pragma: no cover - a broken setup, not a broken mechanism
@@ -98,13 +102,11 @@ def audit_pate(epsilon: float = 2.0, delta: float = 1e-2, *, runs: int = 3000,
                 sigmas = [r.noise_scale for r in ledger.releases]
                 samples[name].append(gaussian_llr(
                     [noisy_tutor - d_exact[0], noisy_votes - d_exact[1]], shifts, sigmas))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        "PATE tutor histogram + GNMax votes (Gaussian, default split)",
+    return audit_claim(
+        ledger, "PATE tutor histogram + GNMax votes (Gaussian, default split)",
         [(np.array(samples["D"]), np.array(samples["D'"]),
           "likelihood ratio of the tutor and vote releases")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)
 
 
 def audit_pate_tutor(epsilon: float = 8.0, delta: float = 1e-2, *, runs: int = 3000,
@@ -128,9 +130,7 @@ def audit_pate_tutor(epsilon: float = 8.0, delta: float = 1e-2, *, runs: int = 3
                 noisy = release(exact, TUTOR_SENSITIVITY, spec, ledger=ledger,
                                 name="label histogram (tutor)")
                 samples[name].append(float(noisy[0]))
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        "PATE tutor histogram alone (Gaussian, its share of the split)",
+    return audit_claim(
+        ledger, "PATE tutor histogram alone (Gaussian, its share of the split)",
         [(np.array(samples["D"]), np.array(samples["D'"]), "noisy count of the adversary's class")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence, started=started,
-        broken=broken)
+        confidence=confidence, started=started, broken=broken)

@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from dptext.audits.augpe import audit_augpe
+from dptext.audits.augpe_default import audit_augpe_default
+from dptext.audits.dpft_loop import audit_dpft_training
 from dptext.audits.dpsgd import audit_dpsgd
 from dptext.audits.form import audit_form_profile
 from dptext.audits.kps import (
@@ -24,6 +26,7 @@ from dptext.audits.kps_default import audit_dpkps_default
 from dptext.audits.labels import audit_label_set
 from dptext.audits.models import audit_histogram, audit_selection, audit_terms_per_doc
 from dptext.audits.pate import audit_pate, audit_pate_tutor
+from dptext.audits.pate_default import audit_pate_default
 from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_gaussian, audit_laplace
 
 Sizer = Callable[[int], int]
@@ -58,6 +61,11 @@ REGISTRY: dict[str, Audit] = {
     "pate": lambda n, c, b: audit_pate(runs=n(3000), confidence=c, broken=b),
     "pate-tutor": lambda n, c, b: audit_pate_tutor(runs=n(3000), confidence=c, broken=b),
     "dpsgd": lambda n, c, b: audit_dpsgd(runs=n(3000), confidence=c, broken=b),
+    # the CLI's runs without --labels (label set first) and dpft's real training loop
+    "augpe-default": lambda n, c, b: audit_augpe_default(runs=n(10), confidence=c, broken=b),
+    "pate-default": lambda n, c, b: audit_pate_default(runs=n(800), confidence=c, broken=b),
+    "dpft-training": lambda n, c, b: audit_dpft_training(runs=n(800), confidence=c,
+                                                         broken=b),
 }
 AUDITS: tuple[str, ...] = tuple(REGISTRY)
 
