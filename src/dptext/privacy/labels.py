@@ -161,9 +161,12 @@ def _threshold_measurement(kind: str, k: int, epsilon: float, delta: float,
 
 
 def release_value_sets(columns: dict[str, Sequence[str]], noise: NoiseSpec, *,
-                       ledger: PrivacyLedger, name: str | None = None) -> ReleasedValues:
+                       ledger: PrivacyLedger, name: str | None = None,
+                       what: str | None = None) -> ReleasedValues:
     """Release the values of each field in ``columns`` (one value per document and field)
-    by DP partition selection, and record it in ``ledger`` (see the module docstring)."""
+    by DP partition selection, and record it in ``ledger`` (see the module docstring).
+    ``what``: a document's value in the ledger's reason (default: its label, or its value
+    of each field)."""
     fields = tuple(columns)
     if not fields:
         raise ValueError("no field to release")
@@ -183,7 +186,7 @@ def release_value_sets(columns: dict[str, Sequence[str]], noise: NoiseSpec, *,
         f, v = json.loads(key)
         values[f].append(v)
         counts[f][v] = float(count)
-    what = "label" if fields == (LABEL_FIELD,) else f"value of each of {k} fields"
+    what = what or ("label" if fields == (LABEL_FIELD,) else f"value of each of {k} fields")
     reason = (f"each document adds 1 to the count of its own {what} (L1 {k}, L2 √{k}, at most "
               f"{k} values); a value is released when its noisy count reaches "
               f"τ = {cal.threshold:.4g}, which values held by one document do with "

@@ -76,6 +76,9 @@ class SeederOptions:
     form: bool = False
     form_share: float = 0.1  # of a total epsilon, for the form profile
     epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
+    # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
+    # class × term histogram's noise grows as √max_labels_per_doc
+    max_labels_per_doc: int = 4
 
     def validate(self) -> None:
         """Refuse options out of range, before any release (plain ValueErrors)."""
@@ -120,7 +123,8 @@ class SeederOptions:
                              f"{self.terms_per_doc!r}")
         if not (number(self.terms_share) and 0 < self.terms_share < 1):
             raise ValueError(f"terms_share must be in (0, 1), got {self.terms_share!r}")
-        for name in ("vocab_size", "length", "features", "windows_per_doc"):
+        for name in ("vocab_size", "length", "features", "windows_per_doc",
+                     "max_labels_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
