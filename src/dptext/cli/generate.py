@@ -61,6 +61,7 @@ def generate(
     progress: o.Progress = True,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -84,7 +85,8 @@ def generate(
     DP-KPS (--method kps): DP keyphrase sequences, then one LLM document each. Another
     generator: --method augpe, pate or dpft; their own commands have all their options.
     """
-    src = o.source(input, text_column, label_column, format, encoding, skip_invalid)
+    src = o.source(input, text_column, label_column, format, encoding, skip_invalid,
+                   label_sep)
     run = dict(resume=resume, budget_total=budget_total, dataset_id=dataset_id,
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,
                cache=cache, progress=progress, seed=seed, engine=engine,
@@ -100,7 +102,7 @@ def generate(
                                      f"--method {method} has none")
         if method != "kps" and kps["epsilon"] is None:
             raise typer.BadParameter(f"--method {method} needs --epsilon (the run's total ε)")
-        seeder = o.seeder_kwargs(kps)
+        seeder = o.seeder_kwargs(kps, multilabel=label_sep is not None)
     llm_options = http_options(llm, {"timeout": timeout})
     if method != "kps":
         from dptext.generators.registry import generator_class
