@@ -128,14 +128,14 @@ def test_every_row_is_in_ci_or_has_its_own_test():
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     own = {"dpkps", "dpkps-independent", "dpkps-iterative", "dpkps-default", "form",
            "histogram", "selection", "terms-per-doc", "label-set", "augpe", "pate",
-           "pate-tutor", "dpsgd", "vocabulary-gaussian"}
+           "pate-tutor", "dpsgd", "vocabulary-gaussian", "multilabel-histogram"}
     assert set(AUDITS) == own | set(CI_ROWS)
     # each row's audit function is called by a test
     for fn in ("audit_dpkps(", "audit_dpkps_defaults(", "audit_dpkps_default(",
                "audit_form_profile(",
                "audit_histogram(", "audit_selection(", "audit_terms_per_doc(",
                "audit_label_set(", "audit_augpe(", "audit_pate(", "audit_pate_tutor(",
-               "audit_dpsgd(", 'audit_vocabulary("gaussian"'):
+               "audit_dpsgd(", 'audit_vocabulary("gaussian"', "audit_multilabel_histogram("):
         assert fn in tests, fn
 
 

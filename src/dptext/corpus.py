@@ -301,9 +301,6 @@ def read_corpus(
     if label_sep is not None and not label_sep:
         raise InputError("--label-sep is empty; give the character that separates a "
                          "document's labels, e.g. '|'")
-    if label_sep is not None and label_column is None and not spec.startswith("demo:"):
-        raise InputError(f"{path}: --label-sep needs --label-column (the column that holds "
-                         "each document's labels)")
     if spec.startswith("demo:"):
         from dptext.datasets import load_demo
 
@@ -320,6 +317,9 @@ def read_corpus(
                              "sub-folder); for several labels per document use a CSV, JSONL "
                              "or Parquet file with --label-column and --label-sep")
         return _read_folder(path, encoding, skip_invalid)
+    if label_sep is not None and label_column is None:
+        raise InputError(f"{path}: --label-sep needs --label-column (the column that holds "
+                         "each document's labels)")
     wanted = {"text": text_column, "label": label_column}
     wanted.update({f"extra ({c})": c for c in extra_columns})
     if fmt == "jsonl":

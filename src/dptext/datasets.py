@@ -16,9 +16,9 @@
 
 Append ``/train`` or ``/test``, e.g. ``demo:bbc-news/train``. Where the package ships
 its own train/test files (complaints, Banking77, drug reviews) those are the splits;
-otherwise a fixed, stratified 80/20 split (multi-label: a fixed random one). Exact duplicate texts (BBC News has about a
-hundred) are dropped first, the first occurrence kept (training files are read first),
-so no test document is also a training document.
+otherwise a fixed, stratified 80/20 split (multi-label: a fixed random one). Exact
+duplicate texts (BBC News has about a hundred) are dropped first, the first occurrence
+kept (training files are read first), so no test document is also a training document.
 """
 
 from __future__ import annotations

@@ -109,6 +109,7 @@ def dpft(
             pplm=pplm)
     o.run_generator("dpft", options,
                     o.source(input, text_column, label_column, format, encoding,
-                             skip_invalid, label_sep), out, resume=resume, budget_total=budget_total,
+                             skip_invalid, label_sep), out, resume=resume,
+                    budget_total=budget_total,
                     allow_budget_overrun=allow_budget_overrun, dataset_id=dataset_id,
                     progress=progress, seed=seed)
