@@ -7,7 +7,8 @@ subset, ``privacy.label_sets.cap_label_sets``); the capped sets are released by 
 partition selection (one set per document, L0 1: the ``"label set"`` release); the
 classes are the labels of the released sets. The per-class stages then run on the
 document *rows*: one row per (document, released label of its capped set). One document
-is at most k rows, so every per-class release it feeds moves by at most k times what one
+is at most k rows (and at most as many as there are released labels), so every
+per-class release it feeds moves by at most k times what one
 row moves it (the class × term histogram: L1 k·S, L2 √(k·S); the selection's scores: k
 times theirs) — ``Fitting.rows`` carries k to the stages, which state it in the ledger.
 Documents stay whole where a stage counts documents, not rows (the choice of S). Rows
@@ -43,7 +44,9 @@ def fit_label_sets(f) -> None:
     o.label_set_ = released = release_label_sets(
         capped, f.plan.specs["label set"], k_max=o.max_labels_per_doc, ledger=f.ledger)
     f.labels = list(released.labels)
-    f.documents, f.rows = f.corpus, o.max_labels_per_doc
+    # a document's rows are its capped labels among the released ones: at most k, and
+    # at most the number of released labels (public)
+    f.documents, f.rows = f.corpus, max(1, min(o.max_labels_per_doc, len(f.labels)))
     f.corpus = document_rows(f.corpus, capped, set(f.labels))
 
 
