@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+
 from record import ROOT, markdown_table, record
 
 sys.path.insert(0, str(ROOT / "src"))
@@ -102,25 +102,26 @@ def independent_sets(train_sets, labels, n: int, rng) -> list[tuple]:
     return out
 
 
-def run_cell(n: int, epsilon: float, seed: int, k_max: int, train, test, labels) -> dict:
+def run_cell(n: int, epsilon: float, seed: int, k_max: int, train, test, labels,
+             **options) -> dict:
     from dptext.generators.kps import KeyphraseSeeder
     from dptext.privacy import PrivacyLedger
     from dptext.privacy.label_sets import cap_label_sets
 
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    seeder = KeyphraseSeeder(epsilon=epsilon, max_labels_per_doc=k_max)
+    seeder = KeyphraseSeeder(epsilon=epsilon, max_labels_per_doc=k_max, **options)
     ledger = PrivacyLedger()
     seeder.fit(train, rng=rng, ledger=ledger)
     seqs = seeder.sample(total=len(train), rng=rng)
     released = seeder.label_set_
     capped = cap_label_sets(train.label_sets, k_max, np.random.default_rng(seed))
-    kept = float(np.mean([s in released.sets for s in capped]))
+    kept = float(np.mean([s in released.sets for s in capped])) if released.sets else None
     syn_sets = [tuple(s.label) for s in seqs]
     scores = micro_f1([" ".join(s.keyphrases) for s in seqs], syn_sets, test.texts,
                       test.label_sets, labels)
     return {"n": n, "epsilon": "∞" if epsilon >= INF_EPSILON else epsilon, "seed": seed,
-            "max_labels_per_doc": k_max, **scores,
+            "max_labels_per_doc": k_max, **options, **scores,
             "sets_released": len(released.sets), "sets_observed": len(set(capped)),
             "train_share_with_set_released": kept,
             "tv_sets": tv_distance(syn_sets, list(test.label_sets)),
@@ -133,32 +134,37 @@ def summarize(rows: list[dict], ceilings: dict, baselines: dict) -> str:
         return f"{np.mean(vals):.3f} ± {np.std(vals, ddof=1) if len(vals) > 1 else 0:.3f}"
 
     table, design = [], []
+    models = list(dict.fromkeys(r["label_set_model"] for r in rows))
     for n in sorted(ceilings):
-        cell = {e: [r for r in rows if r["n"] == n and str(r["epsilon"]) == str(e)]
-                for e in ("3.0", "6.0", "∞")}
-        inf = [r["micro_f1"] for r in cell["∞"]]
-        for e, rs in cell.items():
-            if not rs:
-                continue
-            f1 = [r["micro_f1"] for r in rs]
-            table.append([n, e.replace(".0", ""), ms(f1), ms([r["macro_f1"] for r in rs]),
-                          f"{ceilings[n]['micro_f1']:.3f}",
-                          f"{np.mean(f1) / ceilings[n]['micro_f1']:.2f}",
-                          ms(inf) if inf else "—"])
-            design.append([n, e.replace(".0", ""),
-                           f"{np.mean([r['sets_released'] for r in rs]):.1f} of "
-                           f"{rs[0]['sets_observed']}",
-                           f"{np.mean([r['train_share_with_set_released'] for r in rs]):.2f}",
-                           ms([r["tv_sets"] for r in rs]), f"{baselines[n]:.3f}"])
+        for model in models:
+            cell = {e: [r for r in rows if r["n"] == n and str(r["epsilon"]) == str(e)
+                        and r["label_set_model"] == model] for e in ("3.0", "6.0", "∞")}
+            inf = [r["micro_f1"] for r in cell["∞"]]
+            for e, rs in cell.items():
+                if not rs:
+                    continue
+                f1 = [r["micro_f1"] for r in rs]
+                eps = e.replace(".0", "")
+                table.append([n, model, eps, ms(f1), ms([r["macro_f1"] for r in rs]),
+                              f"{ceilings[n]['micro_f1']:.3f}",
+                              f"{np.mean(f1) / ceilings[n]['micro_f1']:.2f}",
+                              ms(inf) if inf else "—"])
+                if model == "joint":
+                    kept = np.mean([r["train_share_with_set_released"] for r in rs])
+                    design.append([n, eps, f"{np.mean([r['sets_released'] for r in rs]):.1f} "
+                                   f"of {rs[0]['sets_observed']}", f"{kept:.2f}",
+                                   ms([r["tv_sets"] for r in rs]), f"{baselines[n]:.3f}"])
     body = markdown_table(
-        ["n findings", "ε", "micro-F1 (DP-KPS keyphrases)", "macro-F1",
+        ["n findings", "label-set model", "ε", "micro-F1 (DP-KPS keyphrases)", "macro-F1",
          "real-report ceiling (micro-F1)", "ratio to ceiling", "same configuration at ε → ∞"],
         table)
-    body += "\n\nThe label-set release (partition selection over the capped sets, one set " \
-            "per document):\n\n" + markdown_table(
-                ["n findings", "ε", "sets released (of observed)",
-                 "training reports whose set is released", "TV(synthetic sets, real test sets)",
-                 "TV with independent labels at exact frequencies"], design)
+    if design:
+        body += ("\n\nThe joint model's release (partition selection over the capped sets, one "
+                 "set per document):\n\n" + markdown_table(
+                     ["n findings", "ε", "sets released (of observed)",
+                      "training reports whose set is released",
+                      "TV(synthetic sets, real test sets)",
+                      "TV with independent labels at exact frequencies"], design))
     return body
 
 
@@ -168,13 +174,18 @@ def main() -> None:
     ap.add_argument("--epsilons", default="3,6,inf")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--max-labels-per-doc", type=int, default=4)
+    ap.add_argument("--length", type=int, default=None, help="L (default: DP-KPS's)")
+    ap.add_argument("--label-set-models", default="joint,marginal")
+    ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
     ns = [int(x) for x in args.ns.split(",")]
     epsilons = [INF_EPSILON if x == "inf" else float(x) for x in args.epsilons.split(",")]
     rows, ceilings, baselines = [], {}, {}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("w") as out:
+    options = {} if args.length is None else {"length": args.length}
+    results = Path(args.results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with results.open("w") as out:
         for n in ns:
             labels = top_findings(n)
             train, test = restricted("train", labels), restricted("test", labels)
@@ -189,12 +200,14 @@ def main() -> None:
             out.write(json.dumps({"kind": "corpus", **head}) + "\n")
             print(head, flush=True)
             for eps in epsilons:
-                for seed in range(args.seeds):
-                    row = run_cell(n, eps, seed, args.max_labels_per_doc, train, test, labels)
-                    rows.append(row)
-                    out.write(json.dumps({"kind": "cell", **row}) + "\n")
-                    out.flush()
-                    print(row, flush=True)
+                for model in args.label_set_models.split(","):
+                    for seed in range(args.seeds):
+                        row = run_cell(n, eps, seed, args.max_labels_per_doc, train, test,
+                                       labels, label_set_model=model, **options)
+                        rows.append(row)
+                        out.write(json.dumps({"kind": "cell", **row}) + "\n")
+                        out.flush()
+                        print(row, flush=True)
     body = summarize(rows, ceilings, baselines)
     print(body)
     if args.write:

@@ -143,7 +143,7 @@ def test_generate_multilabel_csv_end_to_end(tmp_path, monkeypatch):
     assert "micro_f1" in json.dumps(metrics)
 
 
-@pytest.mark.parametrize("method", ["augpe", "pate", "dpft"])
+@pytest.mark.parametrize("method", ["augpe", "pate"])
 def test_single_label_methods_refuse_a_multilabel_corpus(tmp_path, monkeypatch, method):
     monkeypatch.setenv("DPTEXT_HOME", str(tmp_path / "home"))
     path = tmp_path / "a.csv"
@@ -187,3 +187,29 @@ def test_multilabel_histogram_within_claim_and_uncapped_caught():
     assert not audit_multilabel_histogram(runs=3000, confidence=0.9999).violation
     for broken in ("unbounded", "half-noise"):
         assert audit_multilabel_histogram(runs=3000, broken=broken).violation, broken
+
+
+def test_dpft_writes_the_label_set_as_one_control_code(tiny, tmp_path):
+    """dpft, the fine-tuning paper's setting: the set is one code value (sensitivity 1 in
+    the label-set release and the code histogram); documents carry it back as a list."""
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
+
+    sets = [("a", "b")] * 30 + [("a",)] * 30 + [("c",)] * 30
+    corpus = Corpus(texts=tuple(f"note {i} about {' '.join(s)}" for i, s in enumerate(sets)),
+                    label_sets=tuple(sets))
+    cfg = DPFTConfig(epochs=0.3, batch_size=6, max_length=16)
+    gen = DPFineTuneGenerator(8.0, 1e-5, config=cfg, seed=0, progress=False,
+                              code_values={"label": ("a", "b", "c")},
+                              checkpoint_dir=tmp_path / "ck")
+    gen.fit_uncharged(corpus, base=tiny())
+    label_set, codes = gen.ledger_.releases[:2]
+    assert label_set.name == "label set" and label_set.sensitivity == 1.0
+    assert codes.name == "control-code histogram" and codes.sensitivity == 1.0
+    assert set(gen.domains_["label"]) <= {'["a", "b"]', '["a"]', '["c"]'}
+    docs = gen.generate(6, sampling=SamplingConfig(max_new_tokens=3),
+                        rng=np.random.default_rng(0))
+    assert all(isinstance(d["label"], list) and set(d["label"]) <= {"a", "b", "c"}
+               for d in docs)
+    with pytest.raises(Exception, match="declared"):  # labels outside the declared ones
+        DPFineTuneGenerator(8.0, 1e-5, config=cfg, progress=False,
+                            code_values={"label": ("a",)}).fit_uncharged(corpus, base=tiny())

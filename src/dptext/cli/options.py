@@ -61,6 +61,11 @@ LabelSep = Annotated[str | None, typer.Option(
 MaxLabelsPerDoc = Annotated[int, typer.Option(
     min=1, help="With --label-sep: labels a document keeps at most (a random subset, public "
     "randomness); the per-label noise grows as its square root.", rich_help_panel=ADVANCED)]
+LabelSetModel = Annotated[str, typer.Option(
+    help="With --label-sep: draw synthetic label sets from the released sets (joint: keeps "
+    "which labels go together, loses rare sets) or from the released labels and set sizes "
+    "(marginal: for many labels, where most sets are rare). docs/multi-label.md.",
+    rich_help_panel=ADVANCED)]
 Format = Annotated[str | None, typer.Option(
     "--format", help="csv, jsonl, parquet or folder (default: from the extension).",
     rich_help_panel=INPUT)]
@@ -247,9 +252,11 @@ SEEDER_OPTIONS = {
     "terms_share": TermsShare, "vocab_noise": VocabNoise, "kde_noise": KdeNoise,
     "vocab_noise_terms": VocabNoiseTerms, "ensemble": Ensemble, "features": Features,
     "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture, "form": Form,
-    "form_share": FormShare, "epsilon_form": EpsForm, "max_labels_per_doc": MaxLabelsPerDoc}
+    "form_share": FormShare, "epsilon_form": EpsForm, "max_labels_per_doc": MaxLabelsPerDoc,
+    "label_set_model": LabelSetModel}
 _FORM = ("form", "form_share", "epsilon_form")  # passed on only with --form
 _NO_DEFAULT = ("epsilon", "epsilon_vocab", "epsilon_kde")
+_MULTILABEL = ("max_labels_per_doc", "label_set_model")  # passed on only with --label-sep
 _FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
 
 
@@ -277,10 +284,10 @@ def seeder_options(command):
 def seeder_kwargs(kps: dict, multilabel: bool = False) -> dict:
     """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``: the
     budget as ``stage_epsilons`` reads the three ε options, the rest by field name
-    (``max_labels_per_doc`` only for a multi-label corpus: the options as before it)."""
+    (``_MULTILABEL`` only for a multi-label corpus: the options as before them)."""
     rest = {_FIELD.get(k, k): v for k, v in kps.items() if k not in _NO_DEFAULT
             and (kps["form"] or k not in _FORM)  # without --form: the options as before it
-            and (multilabel or k != "max_labels_per_doc")}
+            and (multilabel or k not in _MULTILABEL)}
     return {**stage_epsilons(kps["epsilon"], kps["epsilon_vocab"], kps["epsilon_kde"]), **rest}
 
 

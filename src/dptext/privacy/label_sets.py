@@ -16,28 +16,33 @@ private and need bounding or releasing before a generator can use them:
   The released sets, their noisy counts, the labels that occur in them and per-label
   counts (sums of set counts) are all released data (post-processing).
 
-Why sets rather than per-label counts plus co-occurrence: synthetic documents need
-label SETS, and one partition selection gives the joint distribution at sensitivity 1;
-per-label partition selection would cost L0 = k_max and still leave the joint to be
-modelled. Rare sets are lost (below the threshold); ``benchmarks/bench_multilabel.py``
-measures how many documents' sets survive on radlabels (docs/benchmarks.md,
-``multi-label``). A document whose set is not released keeps its released labels in
-the per-label releases (the rows are public: indexed by released labels).
+Or, ``model="marginal"``: one partition selection over each document's labels AND its
+set's size (a document adds 1 to at most k_max + 1 keys: L0 k_max + 1), and synthetic
+sets drawn as a size, then that many labels in proportion to their noisy counts.
+
+The joint release keeps which labels go together but loses the rare sets (below the
+threshold: with many labels most sets are rare); the marginal one keeps every frequent
+label and the set sizes but not the co-occurrence. ``benchmarks/bench_multilabel.py``
+measures both on radlabels (docs/benchmarks.md, ``multi-label``). A document whose set is
+not released keeps its released labels in the per-label releases (the rows are public:
+indexed by released labels).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from dptext.privacy.labels import LABEL_SET, release_value_sets
+from dptext.privacy.labels import LABEL_SET, release_keys, release_value_sets
 from dptext.privacy.ledger import PrivacyLedger
 from dptext.privacy.mechanisms import NoiseSpec
 
 SET_FIELD = "label set"
+SET_MODELS = ("joint", "marginal")
 LABEL_SETS_NOTE = (
     "The corpus is multi-label: each document kept at most {k} of its labels (a random "
     "subset, public randomness), so it counts in at most {k} per-label rows (their noise "
@@ -66,19 +71,27 @@ def set_key(labels: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class ReleasedLabelSets:
-    """The released label sets and their noisy counts; ``k_max``: the cap (public)."""
+    """The released label sets and their noisy counts (the joint model), or the released
+    labels' and set sizes' noisy counts (the marginal one); ``k_max``: the cap (public)."""
 
     sets: dict[tuple[str, ...], float]
     threshold: float
     k_max: int
+    marginals: dict[str, float] | None = None  # the marginal model's label counts
+    sizes: dict[int, float] | None = None  # and its set sizes' counts
 
     @property
     def labels(self) -> tuple[str, ...]:
+        if self.marginals is not None:
+            return tuple(sorted(self.marginals))
         return tuple(sorted({x for s in self.sets for x in s}))
 
     @property
     def label_counts(self) -> dict[str, float]:
-        """Per label, the sum of the noisy counts of the released sets that hold it."""
+        """Per label, its noisy count (the joint model: the sum of the noisy counts of the
+        released sets that hold it)."""
+        if self.marginals is not None:
+            return dict(self.marginals)
         out = dict.fromkeys(self.labels, 0.0)
         for s, c in self.sets.items():
             for x in s:
@@ -97,21 +110,32 @@ class ReleasedLabelSets:
 
     def to_dict(self) -> dict:
         return {"sets": [[list(s), c] for s, c in self.sets.items()],
-                "threshold": self.threshold, "k_max": self.k_max}
+                "threshold": self.threshold, "k_max": self.k_max,
+                "marginals": self.marginals,
+                "sizes": None if self.sizes is None else [[k, c] for k, c in
+                                                          self.sizes.items()]}
 
     @classmethod
     def from_dict(cls, d: dict) -> ReleasedLabelSets:
+        sizes = d.get("sizes")
         return cls({tuple(s): float(c) for s, c in d["sets"]}, float(d["threshold"]),
-                   int(d["k_max"]))
+                   int(d["k_max"]), d.get("marginals"),
+                   None if sizes is None else {int(k): float(c) for k, c in sizes})
 
 
 def release_label_sets(capped: Sequence[tuple[str, ...]], noise: NoiseSpec, *, k_max: int,
-                       ledger: PrivacyLedger) -> ReleasedLabelSets:
-    """Release the (already capped) label sets by DP partition selection (one set per
-    document: L0 1) into ``ledger`` as the ``"label set"`` release."""
+                       ledger: PrivacyLedger, model: str = "joint") -> ReleasedLabelSets:
+    """Release the (already capped) label sets by DP partition selection into ``ledger`` as
+    the ``"label set"`` release: the sets (``model="joint"``: one set per document, L0 1)
+    or the labels and set sizes (``"marginal"``: L0 k_max + 1)."""
     if any(len(s) > k_max for s in capped):
         raise ValueError("a document holds more labels than max_labels_per_doc: cap them "
                          "first (cap_label_sets)")
+    if model not in SET_MODELS:
+        raise ValueError(f"the label-set model must be one of {', '.join(SET_MODELS)}; "
+                         f"got {model!r}")
+    if model == "marginal":
+        return _release_marginals(capped, noise, k_max, ledger)
     released = release_value_sets({SET_FIELD: [set_key(s) for s in capped]}, noise,
                                   ledger=ledger, name=LABEL_SET,
                                   what=f"label set (at most {k_max} labels)")
@@ -120,17 +144,61 @@ def release_label_sets(capped: Sequence[tuple[str, ...]], noise: NoiseSpec, *, k
                              released.threshold, k_max)
 
 
-def draw_label_sets(released: ReleasedLabelSets, n: int,
-                    rng: np.random.Generator) -> list[tuple[str, ...]]:
-    """``n`` label sets in proportion to the released noisy counts (post-processing):
-    each non-empty released set gets its rounded share, the remainder by largest
-    fractional part, in a random order (``rng``: public)."""
-    sets = [s for s in released.sets if s]
-    if not sets or n <= 0:
-        return []
-    weights = np.array([max(released.sets[s], 0.0) for s in sets]) + 1e-9
+def _release_marginals(capped, noise: NoiseSpec, k_max: int,
+                       ledger: PrivacyLedger) -> ReleasedLabelSets:
+    exact = Counter(json.dumps(["label", x]) for s in capped for x in s)
+    exact.update(json.dumps(["size", len(s)]) for s in capped)
+    noisy, threshold = release_keys(dict(exact), k_max + 1, noise, ledger=ledger,
+                                    name=LABEL_SET,
+                                    what=f"labels (at most {k_max}) and its set's size")
+    marginals, sizes = {}, {}
+    for key, c in sorted(noisy.items()):
+        kind, value = json.loads(key)
+        if kind == "label":
+            marginals[value] = c
+        else:
+            sizes[int(value)] = c
+    return ReleasedLabelSets({}, threshold, k_max, marginals, sizes)
+
+
+def _shares(weights: np.ndarray, n: int) -> np.ndarray:
+    """``n`` split in proportion to ``weights`` (rounded down, the remainder by largest
+    fractional part)."""
+    weights = np.maximum(weights, 0.0) + 1e-9
     raw = n * weights / weights.sum()
     sizes = np.floor(raw).astype(int)
     sizes[np.argsort(-(raw - sizes), kind="stable")[: n - sizes.sum()]] += 1
-    out = [s for s, k in zip(sets, sizes.tolist(), strict=True) for _ in range(k)]
+    return sizes
+
+
+def draw_label_sets(released: ReleasedLabelSets, n: int,
+                    rng: np.random.Generator) -> list[tuple[str, ...]]:
+    """``n`` non-empty label sets (post-processing; ``rng``: public). The joint model: each
+    released set its share of ``n`` by noisy count, in a random order. The marginal one:
+    each released size its share, then that many distinct labels drawn in proportion to
+    their noisy counts."""
+    if n <= 0:
+        return []
+    if released.marginals is None:
+        sets = [s for s in released.sets if s]
+        if not sets:
+            return []
+        shares = _shares(np.array([released.sets[s] for s in sets]), n)
+        out = [s for s, k in zip(sets, shares.tolist(), strict=True) for _ in range(k)]
+        return [out[i] for i in rng.permutation(len(out))]
+    labels = released.labels
+    sizes = [k for k in sorted(released.sizes or {}) if 1 <= k <= len(labels)]
+    if not labels:
+        return []
+    if not sizes:  # no size released: one label each
+        sizes, weights = [1], np.ones(1)
+    else:
+        weights = np.array([released.sizes[k] for k in sizes])
+    p = np.maximum(np.array([released.marginals[x] for x in labels]), 0.0) + 1e-9
+    p /= p.sum()
+    out = []
+    for k, count in zip(sizes, _shares(weights, n).tolist(), strict=True):
+        for _ in range(count):
+            pick = rng.choice(len(labels), size=k, replace=False, p=p)
+            out.append(tuple(sorted(labels[i] for i in pick)))
     return [out[i] for i in rng.permutation(len(out))]

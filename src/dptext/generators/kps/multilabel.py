@@ -15,10 +15,10 @@ Documents stay whole where a stage counts documents, not rows (the choice of S).
 of one document share its text, so a keyed-hash fold (``privacy.selection.fold_of``)
 puts them on the same side.
 
-Sampling (post-processing): label sets in proportion to the released set counts
-(``privacy.label_sets.draw_label_sets``); for each set, one sequence from each label's
-model, merged in turns (first term of each, then the second, ...), repeats dropped, up
-to L terms.
+Sampling (post-processing): label sets drawn from the released set counts, or from the
+released label and set-size counts (``label_set_model``, ``privacy.label_sets``); for
+each set, one sequence from each label's model, merged in turns (first term of each,
+then the second, ...), repeats dropped, up to L terms.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def fit_label_sets(f) -> None:
     o = f.seeder
     capped = cap_label_sets(f.corpus.label_sets, o.max_labels_per_doc, f.rng)
     o.label_set_ = released = release_label_sets(
-        capped, f.plan.specs["label set"], k_max=o.max_labels_per_doc, ledger=f.ledger)
+        capped, f.plan.specs["label set"], k_max=o.max_labels_per_doc, ledger=f.ledger,
+        model=o.label_set_model)
     f.labels = list(released.labels)
     # a document's rows are its capped labels among the released ones: at most k, and
     # at most the number of released labels (public)

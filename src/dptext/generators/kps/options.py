@@ -17,6 +17,7 @@ from dptext.generators.kps.models import MODELS
 from dptext.kde.sampler import SAMPLING
 from dptext.kde.sketch import ENSEMBLES
 from dptext.privacy import NOISE_KINDS
+from dptext.privacy.label_sets import SET_MODELS
 from dptext.privacy.selection import SELECTION_MARGIN
 
 METHODS = ("independent", "iterative")
@@ -79,6 +80,9 @@ class SeederOptions:
     # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
     # class × term histogram's noise grows as √max_labels_per_doc
     max_labels_per_doc: int = 4
+    # how synthetic label sets are drawn (privacy/label_sets.py): from the released sets
+    # (joint) or from the released labels and set sizes (marginal)
+    label_set_model: str = "joint"
 
     def validate(self) -> None:
         """Refuse options out of range, before any release (plain ValueErrors)."""
@@ -132,7 +136,8 @@ class SeederOptions:
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
                                      ("method", self.method, METHODS),
                                      ("ensemble", self.ensemble, ENSEMBLES),
-                                     ("sampling", self.sampling, SAMPLING)):
+                                     ("sampling", self.sampling, SAMPLING),
+                                     ("label_set_model", self.label_set_model, SET_MODELS)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
         if self.max_terms_per_doc is not None and not (

@@ -104,7 +104,8 @@ class LabelSet(Stage):
 
     def public_options(self, plan, o) -> tuple[str, ...]:
         share = "label_set_share" if o.epsilon is not None else "epsilon_label_set"
-        return (share, "max_labels_per_doc") if plan.multilabel else (share,)
+        return (share, "max_labels_per_doc", "label_set_model") if plan.multilabel \
+            else (share,)
 
     def run(self, f: Fitting) -> None:
         if f.plan.multilabel:
