@@ -51,8 +51,8 @@ def refuse_multilabel(generator, corpus: Corpus) -> None:
     if corpus.multilabel and not generator.multilabel:
         raise InputError(
             f"{corpus.source}: the corpus is multi-label (--label-sep) and the "
-            f"{generator.name!r} method takes one label per document; use --method kps "
-            "(DP-KPS supports label sets), or drop --label-sep to read the label column as "
+            f"{generator.name!r} method takes one label per document; use --method kps or "
+            "dpft (they take label sets), or drop --label-sep to read the label column as "
             "one label per document")
 
 
