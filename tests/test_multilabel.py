@@ -94,6 +94,24 @@ def test_label_sets_release_one_set_per_document():
     assert ReleasedLabelSets.from_dict(json.loads(json.dumps(out.to_dict()))) == out
 
 
+def test_the_marginal_model_releases_labels_and_set_sizes_at_once():
+    ledger = PrivacyLedger()
+    sets = [("a", "b")] * 200 + [("a",)] * 100 + [("c", "d")] * 60 + [("e",)]
+    out = release_label_sets(sets, standalone_spec("gaussian", 2.0, 1e-5), k_max=2,
+                             ledger=ledger, model="marginal")
+    assert out.labels == ("a", "b", "c", "d") and set(out.sizes) == {1, 2}
+    (rec,) = ledger.releases  # one release: a document adds to ≤ k + 1 = 3 counts
+    assert rec.name == "label set" and rec.sensitivity == pytest.approx(np.sqrt(3))
+    drawn = draw_label_sets(out, 200, np.random.default_rng(0))
+    assert len(drawn) == 200 and all(1 <= len(s) <= 2 for s in drawn)
+    assert {x for s in drawn for x in s} == {"a", "b", "c", "d"}
+    assert 0.5 < np.mean([len(s) == 2 for s in drawn]) < 0.85  # ≈ 260 / 361
+    assert ReleasedLabelSets.from_dict(json.loads(json.dumps(out.to_dict()))) == out
+    with pytest.raises(ValueError, match="joint, marginal"):
+        release_label_sets(sets, standalone_spec("gaussian", 2.0, 1e-5), k_max=2,
+                           ledger=ledger, model="pairs")
+
+
 def _cli(args):
     return CliRunner().invoke(app, args, catch_exceptions=False)
 

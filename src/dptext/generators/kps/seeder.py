@@ -201,6 +201,8 @@ class KeyphraseSeeder(SeederOptions):
         rng = np.random.default_rng() if rng is None else rng
         self.sampling_stats_ = SamplingStats()
         if isinstance(self.label_set_, ReleasedLabelSets):  # a multi-label corpus
+            if (n_per_class is None) == (total is None):
+                raise ValueError("give exactly one of n_per_class or total")
             total = len(self.sketches_.sums) * n_per_class if total is None else total
             return draw_multilabel_sequences(self.model_, self.released_vocabulary_,
                                              self.label_set_, total, self.length, rng,
