@@ -157,8 +157,10 @@ def test_generate_multilabel_csv_end_to_end(tmp_path, monkeypatch):
               "--label-column", "codes", "--label-sep", "|", "--classifiers", "tfidf",
               "--no-fidelity", "--no-coherence", "--out", str(tmp_path / "eval")])
     assert r.exit_code == 0, r.output
-    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
-    assert "micro_f1" in json.dumps(metrics)
+    syn = json.loads((tmp_path / "eval" / "metrics.json").read_text())["utility"][
+        "classifiers"]["tfidf"]["synthetic"]
+    assert {"micro_f1", "macro_f1", "subset_accuracy"} <= set(syn)
+    assert set(syn["per_label_f1"]) <= set(TOP)
 
 
 @pytest.mark.parametrize("method", ["augpe", "pate"])
