@@ -83,7 +83,7 @@ def test_label_sets_release_one_set_per_document():
     ledger = PrivacyLedger()
     sets = [("a", "b")] * 200 + [("a",)] * 100 + [("c", "d")]  # ("c", "d"): one document
     out = release_label_sets(sets, standalone_spec("gaussian", 2.0, 1e-5), k_max=2,
-                             ledger=ledger)
+                             ledger=ledger, model="joint")
     assert set(out.sets) == {("a", "b"), ("a",)} and out.labels == ("a", "b")
     assert out.label_counts["a"] == pytest.approx(out.sets[("a", "b")] + out.sets[("a",)])
     (rec,) = ledger.releases
@@ -130,7 +130,8 @@ def test_generate_multilabel_csv_end_to_end(tmp_path, monkeypatch):
     assert {x for d in docs for x in d["label"]} <= set(TOP)
     report = json.loads((tmp_path / "syn.privacy.json").read_text())
     recs = {x["name"].split(" (")[0]: x for x in report["releases"]}
-    assert recs["label set"]["sensitivity"] == 1.0
+    # the marginal label-set model: ≤ 2 labels and the set's size, L2 √3
+    assert recs["label set"]["sensitivity"] == pytest.approx(np.sqrt(3))
     s = report["parameters"]["terms_per_doc_used"]
     # a document counts in at most 2 rows: L2 √(2·S)
     assert recs["class × term histogram"]["sensitivity"] == pytest.approx(np.sqrt(2 * s))

@@ -62,9 +62,9 @@ MaxLabelsPerDoc = Annotated[int, typer.Option(
     min=1, help="With --label-sep: labels a document keeps at most (a random subset, public "
     "randomness); the per-label noise grows as its square root.", rich_help_panel=ADVANCED)]
 LabelSetModel = Annotated[str, typer.Option(
-    help="With --label-sep: draw synthetic label sets from the released sets (joint: keeps "
-    "which labels go together, loses rare sets) or from the released labels and set sizes "
-    "(marginal: for many labels, where most sets are rare). docs/multi-label.md.",
+    help="With --label-sep: draw synthetic label sets from the released labels and set "
+    "sizes (marginal: every frequent label survives) or from the released sets (joint: "
+    "keeps which labels go together, loses the rare sets). docs/multi-label.md.",
     rich_help_panel=ADVANCED)]
 Format = Annotated[str | None, typer.Option(
     "--format", help="csv, jsonl, parquet or folder (default: from the extension).",

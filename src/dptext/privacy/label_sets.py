@@ -46,9 +46,16 @@ SET_MODELS = ("joint", "marginal")
 LABEL_SETS_NOTE = (
     "The corpus is multi-label: each document kept at most {k} of its labels (a random "
     "subset, public randomness), so it counts in at most {k} per-label rows (their noise "
-    "is calibrated to that). The label sets were released with DP partition selection "
-    "(the 'label set' release: noisy counts of each set, kept above a threshold); the "
-    "synthetic documents' label sets are drawn from those noisy counts.")
+    "is calibrated to that). {released} released with DP partition selection (the 'label "
+    "set' release: noisy counts kept above a threshold); the synthetic documents' label "
+    "sets are drawn from those noisy counts.")
+RELEASED = {"marginal": "Its labels and its label set's size were",
+            "joint": "The label sets were"}
+
+
+def label_sets_note(k_max: int, model: str) -> str:
+    """The privacy report's note on a multi-label fit."""
+    return LABEL_SETS_NOTE.format(k=k_max, released=RELEASED[model])
 
 
 def cap_label_sets(sets: Sequence[tuple[str, ...]], k_max: int,
@@ -124,7 +131,7 @@ class ReleasedLabelSets:
 
 
 def release_label_sets(capped: Sequence[tuple[str, ...]], noise: NoiseSpec, *, k_max: int,
-                       ledger: PrivacyLedger, model: str = "joint") -> ReleasedLabelSets:
+                       ledger: PrivacyLedger, model: str = "marginal") -> ReleasedLabelSets:
     """Release the (already capped) label sets by DP partition selection into ``ledger`` as
     the ``"label set"`` release: the sets (``model="joint"``: one set per document, L0 1)
     or the labels and set sizes (``"marginal"``: L0 k_max + 1)."""

@@ -25,7 +25,7 @@ from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.generators.kps.seeder import KeyphraseSeeder
 from dptext.privacy import PrivacyLedger, Release
-from dptext.privacy.label_sets import LABEL_SETS_NOTE
+from dptext.privacy.label_sets import label_sets_note
 from dptext.privacy.labels import LABEL_SET_NOTE
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
@@ -169,8 +169,10 @@ class KPSGenerator(BaseGenerator):
             per_class = 100
         seqs = seeder.sample(per_class, total=self.documents, rng=rng)
         ctx.say(f"drew {len(seqs)} DP keyphrase sequences")
-        notes = [LABEL_SETS_NOTE.format(k=seeder.max_labels_per_doc)] if corpus.multilabel \
-            else [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
+        if corpus.multilabel:
+            notes = [label_sets_note(seeder.max_labels_per_doc, seeder.label_set_model)]
+        else:
+            notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
         state = {"sequences": [s.to_dict() for s in seqs],
                  "parameters": seeder_parameters(seeder, corpus.labelled, corpus.multilabel),
                  "notes": notes}

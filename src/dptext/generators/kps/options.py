@@ -80,9 +80,11 @@ class SeederOptions:
     # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
     # class × term histogram's noise grows as √max_labels_per_doc
     max_labels_per_doc: int = 4
-    # how synthetic label sets are drawn (privacy/label_sets.py): from the released sets
-    # (joint) or from the released labels and set sizes (marginal)
-    label_set_model: str = "joint"
+    # how synthetic label sets are drawn (privacy/label_sets.py): from the released labels
+    # and set sizes (marginal) or from the released sets (joint). Marginal: on radlabels
+    # never far behind and far ahead with 10 labels, where most sets are rare
+    # (docs/benchmarks.md, multi-label)
+    label_set_model: str = "marginal"
 
     def validate(self) -> None:
         """Refuse options out of range, before any release (plain ValueErrors)."""
