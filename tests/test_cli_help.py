@@ -122,7 +122,8 @@ def test_help_leaves_the_advanced_options_to_help_all():
     assert len(short) < 200 < len(full)
     assert [row.split()[0] for row in _panel_rows(short, "Options")] == ["--help-all", "--help"]
     advanced = _flags(full, "Advanced")
-    assert {"--epsilon-vocab", "--features", "--allow-budget-over…"} <= advanced
+    assert {"--epsilon-vocab", "--features"} <= advanced
+    assert any(f.startswith("--allow-budget-o") for f in advanced)  # cut to the column
     shown = set().union(*(_flags(short, panel) for panel in _panels(short)))
     assert not advanced & shown and "--epsilon" in shown
     res = CliRunner().invoke(app, ["generate", "--input", "x.csv", "--out", "y.jsonl",

@@ -108,7 +108,8 @@ TOPICS = {
 def write_corpus(folder: Path) -> None:
     """Made-up notes (public text) in the files the pages name."""
     rows = [{"text": f"Patient {i}: {phrase}; follow up in {2 + i % 5} weeks.",
-             "label": label, "sex": "fm"[i % 2], "ethnicity": "abc"[i % 3]}
+             "label": label, "sex": "fm"[i % 2], "ethnicity": "abc"[i % 3],
+             "codes": f"{label}|{'urgent' if i % 2 else 'routine'}"}  # multi-label.md
             for label, phrases in TOPICS.items() for i in range(40)
             for phrase in phrases[i % 4:i % 4 + 1]]
     frame = pd.DataFrame(rows)

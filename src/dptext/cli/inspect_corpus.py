@@ -26,6 +26,7 @@ def inspect(
     input: o.InputPath,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     labels: o.Labels = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
@@ -42,7 +43,8 @@ def inspect(
 
     def read(skip_invalid: bool):
         return read_corpus(input, text_column=text_column, label_column=label_column,
-                           fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+                           fmt=format, encoding=encoding, skip_invalid=skip_invalid,
+                           label_sep=label_sep)
 
     with o.user_errors():
         declared = o.parse_labels(labels)
@@ -53,9 +55,10 @@ def inspect(
             corpus = read(True)  # the usable rows, as --skip-invalid would keep them
             out.print("with --skip-invalid, these rows are dropped:")
     out.print(f"{corpus.source}: {len(corpus)} usable documents")
-    if corpus.labels is None:
+    if not corpus.labelled:
         return
-    counts = Counter(corpus.labels)
+    counts = Counter(corpus.labels) if corpus.labels is not None else \
+        Counter(x for s in corpus.label_sets for x in s)
     out.print(f"{len(counts)} labels: " + ", ".join(
         f"{escape(repr(lab))} ({n})" for lab, n in sorted(counts.items())), soft_wrap=True)
     if declared is not None:

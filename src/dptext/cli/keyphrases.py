@@ -20,6 +20,7 @@ def keyphrases(
                                       rich_help_panel=o.OUTPUT)],
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -60,11 +61,13 @@ def keyphrases(
         from dptext.run import budget as run_budget
 
         declared = o.parse_labels(labels)
-        params = dict(**o.seeder_kwargs(kps), labels=declared)
+        params = dict(**o.seeder_kwargs(kps, multilabel=label_sep is not None),
+                      labels=declared)
         seeder = KeyphraseSeeder(**params)
         check_seeder(seeder)  # a bad option or name is refused before anything is charged
         corpus = read_corpus(input, text_column=text_column, label_column=label_column,
-                             fmt=format, encoding=encoding, skip_invalid=skip_invalid)
+                             fmt=format, encoding=encoding, skip_invalid=skip_invalid,
+                             label_sep=label_sep)
         o.announce_corpus(corpus)
         # the whole plan is checked and charged before the first release; once fitted,
         # the releases actually made replace it (never costing more), and a fit that
@@ -72,7 +75,7 @@ def keyphrases(
         say = console.print
         budget, run_id = run_budget.charge(
             corpus, run_budget.BudgetOptions(budget_total, allow_budget_overrun, dataset_id),
-            seeder.planned_releases(corpus.labels is not None), command="keyphrases",
+            seeder.planned_releases(corpus.labelled, corpus.multilabel), command="keyphrases",
             parameters=seeder_parameters(seeder), input=input, say=say)
         ledger = PrivacyLedger()  # every release of the fit, as it is made
         try:
@@ -91,8 +94,10 @@ def keyphrases(
         seqs = seeder.sample(sequences_per_class, total=total_sequences, rng=rng)
         n = write_jsonl((s.to_dict() for s in seqs), o.ensure_parent(out))
         console.print(f"wrote {n} sequences to {out} in {time.perf_counter() - started:.1f} s")
-        notes = [] if declared or corpus.labels is None else [LABELS_FROM_DATA]
+        notes = [] if (declared and not corpus.multilabel) or not corpus.labelled \
+            else [LABELS_FROM_DATA]
         report = build_report(ledger, command="keyphrases", notes=notes, budget=budget,
-                              parameters=seeder_parameters(seeder, corpus.labels is not None))
+                              parameters=seeder_parameters(seeder, corpus.labelled,
+                                                           corpus.multilabel))
         print_report(report, console)
         console.print(f"privacy report: {write_report(report, report_path(out))}")

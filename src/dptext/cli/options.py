@@ -54,6 +54,20 @@ TextColumn = Annotated[str, typer.Option(help="Column holding the document text.
                                          rich_help_panel=INPUT)]
 LabelColumn = Annotated[str | None, typer.Option(
     help="Column holding the label; omit for an unlabelled corpus.", rich_help_panel=INPUT)]
+LabelSep = Annotated[str | None, typer.Option(
+    help="Several labels per document: the label column holds them separated by this "
+    "character (e.g. '|'; a JSONL or Parquet list works too). A multi-label corpus: DP-KPS "
+    "counts a document in each of its labels (at most --max-labels-per-doc) and releases "
+    "the label sets with DP; the other methods refuse it. docs/multi-label.md.",
+    rich_help_panel=INPUT)]
+MaxLabelsPerDoc = Annotated[int, typer.Option(
+    min=1, help="With --label-sep: labels a document keeps at most (a random subset, public "
+    "randomness); the per-label noise grows as its square root.", rich_help_panel=ADVANCED)]
+LabelSetModel = Annotated[str, typer.Option(
+    help="With --label-sep: draw synthetic label sets from the released labels and set "
+    "sizes (marginal: every frequent label survives) or from the released sets (joint: "
+    "keeps which labels go together, loses the rare sets). docs/multi-label.md.",
+    rich_help_panel=ADVANCED)]
 Format = Annotated[str | None, typer.Option(
     "--format", help="csv, jsonl, parquet or folder (default: from the extension).",
     rich_help_panel=INPUT)]
@@ -237,8 +251,10 @@ SEEDER_OPTIONS = {
     "terms_share": TermsShare, "vocab_noise": VocabNoise, "kde_noise": KdeNoise,
     "vocab_noise_terms": VocabNoiseTerms, "ensemble": Ensemble, "features": Features,
     "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture, "form": Form,
-    "form_share": FormShare, "epsilon_form": EpsForm}
+    "form_share": FormShare, "epsilon_form": EpsForm, "max_labels_per_doc": MaxLabelsPerDoc,
+    "label_set_model": LabelSetModel}
 _FORM = ("form", "form_share", "epsilon_form")  # passed on only with --form
+_MULTILABEL = ("max_labels_per_doc", "label_set_model")  # passed on only with --label-sep
 _FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
 
 
@@ -263,11 +279,13 @@ def seeder_options(command):
 
 
 
-def seeder_kwargs(kps: dict) -> dict:
+def seeder_kwargs(kps: dict, multilabel: bool = False) -> dict:
     """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``, by
-    field name (the three ε as given: the seeder resolves the budget's form)."""
+    field name (the three ε as given: the seeder resolves the budget's form;
+    ``_MULTILABEL`` only for a multi-label corpus: the options as before them)."""
     return {_FIELD.get(k, k): v for k, v in kps.items()
-            if kps["form"] or k not in _FORM}  # without --form: the options as before it
+            if (kps["form"] or k not in _FORM)  # without --form: the options as before it
+            and (multilabel or k not in _MULTILABEL)}
 
 
 def in_panel(alias, panel: str):
@@ -321,12 +339,13 @@ def ensure_parent(path: Path) -> Path:
 
 
 def source(input: str, text_column: str, label_column: str | None, format: str | None,
-           encoding: str, skip_invalid: bool):
+           encoding: str, skip_invalid: bool, label_sep: str | None = None):
     """The input options as the engine's ``CorpusSource``."""
     from dptext.run import CorpusSource
 
     return CorpusSource(input, text_column=text_column, label_column=label_column,
-                        format=format, encoding=encoding, skip_invalid=skip_invalid)
+                        format=format, encoding=encoding, skip_invalid=skip_invalid,
+                        label_sep=label_sep)
 
 
 def run_generator(method: str, options: dict, source, out: Path, *, llm: str | None = None,

@@ -63,6 +63,7 @@ def pate(
     vocab_size: VocabSize = PateConfig.vocab_size,
     text_column: o.TextColumn = "text",
     label_column: o.LabelColumn = None,
+    label_sep: o.LabelSep = None,
     format: o.Format = None,
     encoding: o.Encoding = "utf-8",
     skip_invalid: o.SkipInvalid = False,
@@ -90,7 +91,7 @@ def pate(
         max_tokens=max_tokens, temperature=temperature, top_p=top_p)
     o.run_generator("pate", options,
                     o.source(input, text_column, label_column, format, encoding,
-                             skip_invalid), out, llm=llm, resume=resume,
+                             skip_invalid, label_sep), out, llm=llm, resume=resume,
                     budget_total=budget_total, allow_budget_overrun=allow_budget_overrun,
                     dataset_id=dataset_id, concurrency=concurrency, cache=cache,
                     progress=progress)

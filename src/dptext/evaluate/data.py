@@ -42,15 +42,17 @@ def split_labels(labels: tuple[str, ...] | None, sep: str | None) -> tuple[Label
 
 
 def from_corpus(corpus: Corpus, label_sep: str | None = None) -> Labelled:
-    return Labelled(texts=corpus.texts, labels=split_labels(corpus.labels, label_sep),
-                    columns=dict(corpus.columns), source=corpus.source)
+    labels = corpus.label_sets if corpus.multilabel else split_labels(corpus.labels,
+                                                                      label_sep)
+    return Labelled(texts=corpus.texts, labels=labels, columns=dict(corpus.columns),
+                    source=corpus.source)
 
 
 def read_real(path: str, *, text_column: str = "text", label_column: str | None = "label",
               label_sep: str | None = None, extra_columns: tuple[str, ...] = ()) -> Labelled:
     """A real corpus (CSV/JSONL/Parquet/folder or ``demo:...``) for testing or as a ceiling."""
     corpus = read_corpus(path, text_column=text_column, label_column=label_column,
-                         extra_columns=extra_columns)
+                         extra_columns=extra_columns, label_sep=label_sep)
     missing = [c for c in extra_columns if c not in corpus.columns]
     if missing:
         raise InputError(f"{path}: no column(s) {', '.join(missing)} for --group-columns")

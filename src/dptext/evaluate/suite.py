@@ -116,7 +116,7 @@ def run_utility(synthetic: Labelled, test: Labelled | None, private: Labelled | 
                                      coral_weight=cw, seed=cfg.seed)
                 else:
                     raise ValueError(f"unknown classifier {name!r}")
-                m = classification_metrics(y_test, p, space.multilabel)
+                m = classification_metrics(y_test, p, space.multilabel, space.classes)
                 m["n_train"] = len(data)
                 m["seconds"] = secs
                 res[key] = m

@@ -58,14 +58,20 @@ class LabelSpace:
         return y
 
 
-def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, multilabel: bool) -> dict:
-    """Accuracy and macro-F1; for multi-label data micro/macro-F1 and subset accuracy."""
+def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, multilabel: bool,
+                           classes: Sequence[str] | None = None) -> dict:
+    """Accuracy and macro-F1; for multi-label data micro/macro-F1, subset accuracy and,
+    given the ``classes`` (the columns' names), each label's F1."""
     if multilabel:
-        return {
+        out = {
             "subset_accuracy": float(accuracy_score(y_true, y_pred)),
             "micro_f1": float(f1_score(y_true, y_pred, average="micro", zero_division=0)),
             "macro_f1": float(f1_score(y_true, y_pred, average="macro", zero_division=0)),
         }
+        if classes is not None:
+            per = f1_score(y_true, y_pred, average=None, zero_division=0)
+            out["per_label_f1"] = {c: float(f) for c, f in zip(classes, per, strict=True)}
+        return out
     labels = np.unique(y_true)
     return {
         "accuracy": float(accuracy_score(y_true, y_pred)),

@@ -40,11 +40,24 @@ DEFAULT_EPSILON = 6.0
 def check_declared_labels(corpus: Corpus, declared) -> None:
     """Before any release: declared labels need a label column and must cover the data
     (else an input error whose private detail goes to the curator's terminal only)."""
-    if corpus.labels is None:
+    if not corpus.labelled:
         if declared:
             raise InputError("labels were declared but the corpus has no label column")
     elif declared is not None:
-        check_declared(corpus.labels, declared, source=corpus.source)
+        present = corpus.labels if corpus.label_sets is None else \
+            {x for s in corpus.label_sets for x in s}
+        check_declared(present, declared, source=corpus.source)
+
+
+def refuse_multilabel(generator, corpus: Corpus) -> None:
+    """A generator that uses one label per document refuses a multi-label corpus (rather
+    than keep one label of each, or treat each label set as a class)."""
+    if corpus.multilabel and not generator.multilabel:
+        raise InputError(
+            f"{corpus.source}: the corpus is multi-label (--label-sep) and the "
+            f"{generator.name!r} method takes one label per document; use --method kps or "
+            "dpft (they take label sets), or drop --label-sep to read the label column as "
+            "one label per document")
 
 
 def check_resources(*, vocab: Any = None, embedder: Any = None) -> None:
@@ -73,6 +86,7 @@ class CorpusInfo:
     """What a plan may depend on: public facts about the corpus, never its statistics."""
 
     labelled: bool  # the corpus has a label column (the schema, not its values)
+    multilabel: bool = False  # it is read as label sets (--label-sep: the schema too)
 
 
 @dataclass
@@ -134,6 +148,7 @@ class BaseGenerator:
     POST_PROCESSING: ClassVar[tuple[str, ...]] = ()
     uses_llm: ClassVar[bool] = True  # the engine makes the --llm backend only if so
     extra_columns: ClassVar[tuple[str, ...]] = ()  # corpus columns besides text and label
+    multilabel: ClassVar[bool] = False  # takes a multi-label corpus (else refuses it)
 
     resumable_fit: ClassVar[bool] = True  # fit continues from ctx.dir after a kill
 

@@ -6,7 +6,8 @@ matrix moves by at most S cells of 1 each:
 
     L1 sensitivity S, L2 sensitivity √S   (the same as the DP vocabulary histogram)
 
-whatever the number of classes, because a document touches one row only. The label
+whatever the number of classes, because a document touches one row only (in a
+multi-label corpus, at most k rows: its labels capped at k; L1 k·S, L2 √(k·S)). The label
 partition must be public (declared) or itself released: the rows are indexed by it.
 The matrix is built sparse (scipy) from the documents' term indices and released
 dense, once, through ``dptext.privacy.release``.
@@ -48,8 +49,15 @@ def class_term_counts(firsts: Sequence[np.ndarray], class_ids: np.ndarray, n_cla
                              shape=(n_classes, n_terms), dtype=np.float64)
 
 
-def histogram_sensitivity(terms_per_doc: int) -> Sensitivity:
+def histogram_sensitivity(terms_per_doc: int, rows: int = 1) -> Sensitivity:
+    """One document's reach: S cells of its class's row; in a multi-label corpus S cells
+    in each of at most ``rows`` rows (its capped labels): L1 rows·S, L2 √(rows·S)."""
     s = terms_per_doc
+    if rows > 1:
+        return Sensitivity(l1=float(rows * s), l2=math.sqrt(rows * s),
+                           reason=f"one document adds +1 to at most S={s} distinct terms in "
+                                  f"each of at most {rows} rows (its labels, capped at "
+                                  f"{rows})")
     return Sensitivity(l1=float(s), l2=math.sqrt(s),
                        reason=f"one document adds +1 to at most S={s} distinct terms, "
                               "all in its own class's row")
@@ -154,10 +162,12 @@ def release_histogram(firsts: Sequence[np.ndarray], class_ids: np.ndarray,
 def release_counts(exact: sparse.spmatrix, labels: Sequence[Hashable],
                    public_terms: Sequence[str], noise: NoiseSpec, ledger: PrivacyLedger, *,
                    terms_per_doc: int, false_cells: float, max_terms: int,
-                   fold: str | None = None) -> ReleasedHistogram:
+                   fold: str | None = None, rows: int = 1) -> ReleasedHistogram:
     """``release_histogram`` from the exact counts (e.g. summed by ``ClassTermCounts``
-    batches): one release, then the cells above the floor."""
-    noisy = release(exact.toarray().astype(np.float64), histogram_sensitivity(terms_per_doc),
+    batches): one release, then the cells above the floor. ``rows``: the most rows one
+    document adds to (a multi-label corpus: its capped labels)."""
+    noisy = release(exact.toarray().astype(np.float64),
+                    histogram_sensitivity(terms_per_doc, rows),
                     noise,
                     ledger=ledger, name=f"{HISTOGRAM_NAME} ({len(public_terms)} public terms)",
                     fold=fold)

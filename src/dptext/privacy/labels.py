@@ -161,44 +161,56 @@ def _threshold_measurement(kind: str, k: int, epsilon: float, delta: float,
 
 
 def release_value_sets(columns: dict[str, Sequence[str]], noise: NoiseSpec, *,
-                       ledger: PrivacyLedger, name: str | None = None) -> ReleasedValues:
+                       ledger: PrivacyLedger, name: str | None = None,
+                       what: str | None = None) -> ReleasedValues:
     """Release the values of each field in ``columns`` (one value per document and field)
-    by DP partition selection, and record it in ``ledger`` (see the module docstring)."""
+    by DP partition selection, and record it in ``ledger`` (see the module docstring).
+    ``what``: a document's value in the ledger's reason (default: its label, or its value
+    of each field)."""
     fields = tuple(columns)
     if not fields:
         raise ValueError("no field to release")
     lengths = {len(v) for v in columns.values()}
     if len(lengths) != 1:
         raise ValueError("every field needs one value per document")
-    if not noise.threshold_delta > 0:
-        raise ValueError("a DP label set needs a threshold_delta > 0 (see split_budget)")
     k = len(fields)
-    cal = _threshold_measurement(noise.kind, k, noise.epsilon, noise.delta,
-                                 noise.threshold_delta)
     exact = {_key(f, str(v)): c for f in fields for v, c in Counter(columns[f]).items()}
-    noisy = cal.measurement({key: float(c) for key, c in exact.items()}) if exact else {}
+    what = what or ("label" if fields == (LABEL_FIELD,) else f"value of each of {k} fields")
+    noisy, threshold = release_keys(exact, k, noise, ledger=ledger,
+                                    name=name or value_set_name(fields), what=what)
     values: dict[str, list[str]] = {f: [] for f in fields}
     counts: dict[str, dict[str, float]] = {f: {} for f in fields}
     for key, count in noisy.items():
         f, v = json.loads(key)
         values[f].append(v)
-        counts[f][v] = float(count)
-    what = "label" if fields == (LABEL_FIELD,) else f"value of each of {k} fields"
+        counts[f][v] = count
+    return ReleasedValues(fields, {f: tuple(sorted(v)) for f, v in values.items()},
+                          {f: dict(sorted(c.items())) for f, c in counts.items()}, threshold)
+
+
+def release_keys(exact: dict[str, int], k: int, noise: NoiseSpec, *, ledger: PrivacyLedger,
+                 name: str, what: str) -> tuple[dict[str, float], float]:
+    """DP partition selection over a map of exact counts to which each document adds 1 to
+    at most ``k`` keys: the released keys' noisy counts, and the threshold τ (the release
+    recorded in ``ledger`` as ``name``; ``what``: a document's keys, for its reason)."""
+    if not noise.threshold_delta > 0:
+        raise ValueError("a DP label set needs a threshold_delta > 0 (see split_budget)")
+    cal = _threshold_measurement(noise.kind, k, noise.epsilon, noise.delta,
+                                 noise.threshold_delta)
+    noisy = cal.measurement({key: float(c) for key, c in exact.items()}) if exact else {}
     reason = (f"each document adds 1 to the count of its own {what} (L1 {k}, L2 √{k}, at most "
               f"{k} values); a value is released when its noisy count reaches "
               f"τ = {cal.threshold:.4g}, which values held by one document do with "
               f"probability ≤ {cal.threshold_delta:.2g}")
     ledger.record(Release(
-        name=name or value_set_name(fields), mechanism=noise.kind, neighbouring=NEIGHBOURING,
+        name=name, mechanism=noise.kind, neighbouring=NEIGHBOURING,
         sensitivity_norm="L1" if noise.kind == "laplace" else "L2",
         sensitivity=float(k) if noise.kind == "laplace" else math.sqrt(k),
         sensitivity_reason=reason, noise_scale=cal.scale, noise_multiplier=cal.multiplier,
         dimension=len(noisy), epsilon=cal.epsilon,
         delta=(noise.delta if noise.kind == "gaussian" else 0.0) + cal.threshold_delta,
         threshold_delta=cal.threshold_delta))
-    return ReleasedValues(fields, {f: tuple(sorted(v)) for f, v in values.items()},
-                          {f: dict(sorted(c.items())) for f, c in counts.items()},
-                          cal.threshold)
+    return {key: float(c) for key, c in noisy.items()}, cal.threshold
 
 
 def release_label_set(labels: Sequence[str], noise: NoiseSpec, *, ledger: PrivacyLedger

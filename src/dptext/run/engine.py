@@ -20,7 +20,7 @@ from typing import Any
 
 from dptext.compute import use_engine
 from dptext.corpus import Corpus, read_corpus, write_jsonl
-from dptext.generators.base import CorpusInfo, Documents, RunContext
+from dptext.generators.base import CorpusInfo, Documents, RunContext, refuse_multilabel
 from dptext.llm.models import DEFAULT_LOCAL_MODEL
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.budget import settle_run
@@ -43,6 +43,7 @@ class CorpusSource:
     format: str | None = None
     encoding: str = "utf-8"
     skip_invalid: bool = False
+    label_sep: str | None = None  # several labels per document (a multi-label corpus)
 
     def read(self, extra_columns: tuple[str, ...] = ()) -> Corpus:
         if isinstance(self.input, Corpus):
@@ -50,14 +51,15 @@ class CorpusSource:
         return read_corpus(self.input, text_column=self.text_column,
                            label_column=self.label_column, fmt=self.format,
                            encoding=self.encoding, skip_invalid=self.skip_invalid,
-                           extra_columns=extra_columns)
+                           extra_columns=extra_columns, label_sep=self.label_sep)
 
     def config(self) -> dict[str, Any]:
         """What resume compares (an in-memory corpus by its source name only)."""
         src = self.input.source if isinstance(self.input, Corpus) else str(self.input)
         return {"input": src, "text_column": self.text_column,
                 "label_column": self.label_column, "format": self.format,
-                "skip_invalid": self.skip_invalid}
+                "skip_invalid": self.skip_invalid,
+                **({"label_sep": self.label_sep} if self.label_sep is not None else {})}
 
     @property
     def name(self) -> str | None:
@@ -168,10 +170,11 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
     """Read the corpus, charge the plan (a new run), make every release and save them."""
     corpus = source.read(generator.columns())
     (announce or (lambda c: say(f"read {c.source}")))(corpus)
+    refuse_multilabel(generator, corpus)
     generator.check(corpus)
     command = f"generate --method {generator.name}"
     charged = None  # the corpus's ledger, when this process charged the plan
-    info = CorpusInfo(labelled=corpus.labels is not None)
+    info = CorpusInfo(labelled=corpus.labelled, multilabel=corpus.multilabel)
     if saved is None:
         charged, run_id = run_budget.charge(
             corpus, budget, generator.plan(info), command=command,

@@ -66,7 +66,7 @@ def write_release(out: Path, records: Sequence[dict], report: dict, *, method: s
     folder.mkdir(parents=True, exist_ok=True)
     records = list(records)
     meta = {"method": method, "document_type": document_type, "n": len(records),
-            "labels": _label_counts(records)}
+            "labels": _label_counts(records), "set_sizes": _set_sizes(records)}
     table = _table(records)
     meta["columns"] = table.column_names
     # add_evaluation re-renders the card from this (Parquet key-value metadata, which
@@ -220,6 +220,14 @@ def _label_counts(records: list[dict]) -> dict[str, int]:
         for x in (lab if isinstance(lab, list | tuple) else [] if lab is None else [lab]):
             counts[str(x)] += 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _set_sizes(records: list[dict]) -> dict[str, int]:
+    """Multi-label data (a list of labels per document): documents per number of labels;
+    ``{}`` otherwise."""
+    sizes = Counter(len(r["label"]) for r in records
+                    if isinstance(r.get("label"), list | tuple))
+    return {str(k): c for k, c in sorted(sizes.items())}
 
 
 # --------------------------------------------------------------------------- the card
@@ -384,6 +392,11 @@ def render_card(meta: dict, report: dict, evaluation: dict | None) -> str:
         lines += [f"{len(labels)} labels; documents per label in this synthetic data:", "",
                   "| label | documents |", "| --- | ---: |"]
         lines += [f"| {_cell(lab)} | {c} |" for lab, c in labels.items()]
+        lines.append("")
+    if meta.get("set_sizes"):  # multi-label: the label is a list
+        lines += ["Labels per document (multi-label):", "", "| labels | documents |",
+                  "| ---: | ---: |"]
+        lines += [f"| {k} | {c} |" for k, c in meta["set_sizes"].items()]
         lines.append("")
     lines += ["## How it was made", "",
               f"- Generator: `{method}`" + (f" — {METHODS[method]}." if method in METHODS

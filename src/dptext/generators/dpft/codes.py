@@ -11,6 +11,11 @@ The public code values of each field are declared (``--labels``, ``--code-values
 free) or, for the fields not declared, released first with DP partition selection
 (``privacy.labels.release_value_sets``, one "label set" release over every undeclared
 field). Documents with a value outside the public sets are left out of everything.
+
+A multi-label corpus (the fine-tuning paper's setting: notes with several codes) writes
+its label SET as the label code (``label: ["a", "b"]``): one value per document, so the
+label-set release (partition selection over the sets) and the code histogram over them
+keep their sensitivity 1; declared labels are checked, but which sets occur is released.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 
 from dptext.corpus import Corpus, InputError
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
+from dptext.privacy.label_sets import set_key
 from dptext.privacy.labels import PrivateValuesError, check_declared, release_value_sets
 
 LABEL_FIELD = "label"
@@ -33,7 +39,8 @@ def format_codes(values: dict[str, str]) -> str:
 
 
 def document_codes(corpus: Corpus, fields: Sequence[str]) -> list[dict[str, str]]:
-    """Each document's control codes: its label (if any) then ``fields`` of ``columns``."""
+    """Each document's control codes: its label (if any; in a multi-label corpus its label
+    SET, as a JSON list: one code value, ``set_key``) then ``fields`` of ``columns``."""
     missing = [f for f in fields if f not in corpus.columns]
     if missing:
         raise InputError(f"{corpus.source}: no column(s) {missing} for control codes; "
@@ -43,6 +50,8 @@ def document_codes(corpus: Corpus, fields: Sequence[str]) -> list[dict[str, str]
         d: dict[str, str] = {}
         if corpus.labels is not None:
             d[LABEL_FIELD] = str(corpus.labels[i])
+        elif corpus.label_sets is not None:
+            d[LABEL_FIELD] = set_key(corpus.label_sets[i])
         for f in fields:
             d[f] = str(corpus.columns[f][i])
         out.append(d)

@@ -64,7 +64,7 @@ from dptext.generators.dpft.train import (
 from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.budget import CorpusBudget, open_budget, planned_run, settle_run
 from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
-from dptext.privacy.labels import LABEL_SET, standalone_spec
+from dptext.privacy.labels import LABEL_SET, check_declared, standalone_spec
 from dptext.reporting import LABELS_FROM_DATA, build_report, mark_not_private
 
 PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
@@ -94,6 +94,7 @@ class DPFineTuneGenerator:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.seed = seed
         self.progress = progress
+        self.multilabel_ = False  # fitted on label sets (set by fit, kept in the plan)
 
     @property
     def private(self) -> bool:
@@ -138,6 +139,7 @@ class DPFineTuneGenerator:
         self._check(corpus)
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)
+        self.multilabel_ = corpus.multilabel
         lm, tok = base if base is not None else load_base(self.model, cfg.dtype)
         self.tokenizer_ = tok
         lm = add_lora(lm, cfg)
@@ -184,7 +186,11 @@ class DPFineTuneGenerator:
         self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
         spec = standalone_spec("gaussian", self.label_set_share * self.epsilon,
                                self.label_set_share * self.delta) if self.private else None
-        self.domains_ = code_domains(codes, self.code_values, spec=spec, ledger=self.ledger_)
+        declared = dict(self.code_values or {})
+        if self.multilabel_ and declared.get(LABEL_FIELD):  # labels declared, sets released
+            check_declared({x for c in codes for x in json.loads(c[LABEL_FIELD])},
+                           declared.pop(LABEL_FIELD))
+        self.domains_ = code_domains(codes, declared, spec=spec, ledger=self.ledger_)
         empty = [f for f, v in self.domains_.items() if not v]
         if empty:
             raise ValueError(f"no value of {', '.join(empty)} reached the DP label set's "
@@ -221,7 +227,8 @@ class DPFineTuneGenerator:
                 "domains": {k: list(v) for k, v in self.domains_.items()},
                 "epsilon": _num(self.epsilon), "delta": self.delta,
                 "config": self.config.to_dict(), "model": str(self.model or DEFAULT_MODEL),
-                "metadata_fields": list(self.metadata_fields)}
+                "metadata_fields": list(self.metadata_fields),
+                "multilabel": self.multilabel_}
 
     def _restore_plan(self, d: dict) -> None:
         if _num(self.epsilon) != d["epsilon"] or self.config.to_dict() != d["config"]:
@@ -232,6 +239,7 @@ class DPFineTuneGenerator:
                                      releases=[Release(**r) for r in d["ledger"]])
         self.code_distribution_ = CodeDistribution.from_dict(d["codes"])
         self.domains_ = {k: tuple(v) for k, v in d["domains"].items()}
+        self.multilabel_ = d.get("multilabel", False)
 
     # ------------------------------------------------------------------ generate
     def generate(self, n: int, *, sampling: SamplingConfig | None = None, pplm: bool = False,
@@ -255,7 +263,9 @@ class DPFineTuneGenerator:
             texts = generate(lm, self.tokenizer_, strings, sampling, seed=seed)
         out = []
         for c, t in zip(codes, texts, strict=True):
-            rec: dict[str, Any] = {"text": t, "label": c.get(LABEL_FIELD)}
+            label = c.get(LABEL_FIELD)
+            rec: dict[str, Any] = {"text": t, "label": json.loads(label) if self.multilabel_
+                                   and label is not None else label}
             rec.update({k: v for k, v in c.items() if k != LABEL_FIELD})
             rec["generator"] = "dpft" + ("+pplm" if pplm else "")
             if not self.private:

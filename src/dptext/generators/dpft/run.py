@@ -45,6 +45,7 @@ class DPFTGenerator(BaseGenerator):
 
     name: ClassVar[str] = "dpft"
     uses_llm: ClassVar[bool] = False
+    multilabel: ClassVar[bool] = True  # the label set as one control code (dpft/codes.py)
     NESTED: ClassVar = ("config", DPFTConfig, False)
     POST_PROCESSING: ClassVar[tuple[str, ...]] = (
         "documents", "sampling", "pplm", "pplm_config", "chunk", "base")

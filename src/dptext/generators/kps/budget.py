@@ -17,18 +17,20 @@ from dptext.privacy.labels import LABEL_SET
 from dptext.privacy.split import split_budget, threshold_deltas
 
 
-def label_stages(options, labelled: bool) -> tuple[bool, bool]:
+def label_stages(options, labelled: bool, multilabel: bool = False) -> tuple[bool, bool]:
     """(DP label set, Laplace label histogram): which label releases the run makes.
 
-    The label set when the corpus is labelled and ``labels`` is not declared; the
+    The label set when the corpus is labelled and ``labels`` is not declared, and always
+    for a multi-label corpus (declared labels do not say which sets occur); the
     histogram when ``epsilon_labels > 0`` and there is no label set (whose noisy
     counts serve instead)."""
-    label_set = labelled and options.labels is None
+    label_set = labelled and (options.labels is None or multilabel)
     return label_set, options.epsilon_labels > 0 and not label_set
 
 
 def noise_specs(options, labelled: bool = True, single: bool = False,
-                shared_selection: bool = False) -> dict[str, NoiseSpec]:
+                shared_selection: bool = False, multilabel: bool = False
+                ) -> dict[str, NoiseSpec]:
     """The noise of each stage: "vocab" and "kde", or with ``single`` one "histogram" in
     their place (it takes the share of both, or per stage the ε the two would compose
     to); "label set" / "labels" as ``label_stages`` says; "terms" when S is chosen
@@ -37,7 +39,7 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
     of a labelled corpus (``shared_selection``); "form" (Gaussian) for the form profile
     (``form``)."""
     o = options
-    label_set, histogram = label_stages(o, labelled)
+    label_set, histogram = label_stages(o, labelled, multilabel)
     kinds = {"histogram": o.vocab_noise} if single else \
         {"vocab": o.vocab_noise, "kde": o.kde_noise}
     if label_set:

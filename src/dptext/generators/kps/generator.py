@@ -26,6 +26,7 @@ from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.generators.kps.seeder import KeyphraseSeeder
 from dptext.privacy import PrivacyLedger, Release
+from dptext.privacy.label_sets import label_sets_note
 from dptext.privacy.labels import LABEL_SET_NOTE
 
 FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data recipient; they "
@@ -36,11 +37,12 @@ FORM_NOTE = ("Each prompt also states a form (length, shape, links, tone) drawn 
              "class's DP form profile (the 'form profile' release): post-processing too.")
 
 
-def seeder_parameters(seeder: KeyphraseSeeder, labelled: bool = True) -> dict[str, Any]:
+def seeder_parameters(seeder: KeyphraseSeeder, labelled: bool = True,
+                      multilabel: bool = False) -> dict[str, Any]:
     """The public parameters of a seeder, for the report: those its plan for a labelled
-    (True: the upper bound) or unlabelled corpus reads (``parameters.plan_parameters``),
-    and the released choices (S, the model)."""
-    out = plan_parameters(seeder, seeder.plan(labelled))
+    (True: the upper bound) or unlabelled corpus, or a multi-label one, reads
+    (``parameters.plan_parameters``), and the released choices (S, the model)."""
+    out = plan_parameters(seeder, seeder.plan(labelled, multilabel))
     if getattr(seeder, "terms_per_doc_", 0):
         out["terms_per_doc_used"] = seeder.terms_per_doc_  # given, or privately chosen
     if getattr(seeder, "selection_", None):  # released choices only (no scores)
@@ -85,6 +87,7 @@ class KPSGenerator(BaseGenerator):
     NESTED: ClassVar = ("seeder", KeyphraseSeeder, True)
     ALIASES: ClassVar = {"sequence_method": "method"}  # iterative or independent
     resumable_fit: ClassVar[bool] = False  # one fit, all or nothing
+    multilabel: ClassVar[bool] = True  # label sets: kps/multilabel.py
     POST_PROCESSING: ClassVar[tuple[str, ...]] = (
         "document_type", "prompt_template", "max_tokens", "temperature", "top_p",
         "min_coverage", "max_attempts", "clean", "max_retries")
@@ -92,7 +95,9 @@ class KPSGenerator(BaseGenerator):
     epsilon: float | None = None  # total ε (resolved by budget_form); None: per stage
     delta: float = 1e-5
     labels: tuple[str, ...] | None = None
-    per_class: int | None = None  # documents per class (default 100 without documents)
+    # documents per class (default 100 without documents; multi-label: per_class × the
+    # number of labels in all, their label sets drawn from the released set counts)
+    per_class: int | None = None
     documents: int | None = None  # total documents, split by the DP label counts
     seeder: dict[str, Any] = field(default_factory=dict)
     document_type: str = "document"
@@ -146,7 +151,8 @@ class KPSGenerator(BaseGenerator):
 
     # ------------------------------------------------------------------ the run
     def plan(self, info: CorpusInfo) -> list[Release]:
-        return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled)
+        return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled,
+                                                                        info.multilabel)
 
     def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
         seeder = KeyphraseSeeder(**self.seeder_params())
@@ -159,9 +165,12 @@ class KPSGenerator(BaseGenerator):
             per_class = 100
         seqs = seeder.sample(per_class, total=self.documents, rng=rng)
         ctx.say(f"drew {len(seqs)} DP keyphrase sequences")
-        notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
+        if corpus.multilabel:
+            notes = [label_sets_note(seeder.max_labels_per_doc, seeder.label_set_model)]
+        else:
+            notes = [] if self.labels or corpus.labels is None else [LABEL_SET_NOTE]
         state = {"sequences": [s.to_dict() for s in seqs],
-                 "parameters": seeder_parameters(seeder, corpus.labels is not None),
+                 "parameters": seeder_parameters(seeder, corpus.labelled, corpus.multilabel),
                  "notes": notes}
         if seeder.form_profile_ is not None:
             ctx.say("drew a form for each sequence from its class's DP form profile")

@@ -20,6 +20,7 @@ from dptext.generators.kps.models import MODELS
 from dptext.kde.sampler import SAMPLING
 from dptext.kde.sketch import ENSEMBLES
 from dptext.privacy import NOISE_KINDS
+from dptext.privacy.label_sets import SET_MODELS
 from dptext.privacy.selection import SELECTION_MARGIN
 
 METHODS = ("independent", "iterative")
@@ -98,6 +99,14 @@ class SeederOptions:
     form: bool = False
     form_share: float = 0.1  # of a total epsilon, for the form profile
     epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
+    # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
+    # class × term histogram's noise grows as √max_labels_per_doc
+    max_labels_per_doc: int = 4
+    # how synthetic label sets are drawn (privacy/label_sets.py): from the released labels
+    # and set sizes (marginal) or from the released sets (joint). Marginal: on radlabels
+    # never far behind and far ahead with 10 labels, where most sets are rare
+    # (docs/benchmarks.md, multi-label)
+    label_set_model: str = "marginal"
 
     def __post_init__(self) -> None:
         form = budget_form(self.epsilon, self.epsilon_vocab, self.epsilon_kde)
@@ -148,7 +157,8 @@ class SeederOptions:
                              f"{self.terms_per_doc!r}")
         if not (number(self.terms_share) and 0 < self.terms_share < 1):
             raise ValueError(f"terms_share must be in (0, 1), got {self.terms_share!r}")
-        for name in ("vocab_size", "length", "features", "windows_per_doc"):
+        for name in ("vocab_size", "length", "features", "windows_per_doc",
+                     "max_labels_per_doc"):
             v = getattr(self, name)
             if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -156,7 +166,8 @@ class SeederOptions:
                                      ("kde_noise", self.kde_noise, NOISE_KINDS),
                                      ("method", self.method, METHODS),
                                      ("ensemble", self.ensemble, ENSEMBLES),
-                                     ("sampling", self.sampling, SAMPLING)):
+                                     ("sampling", self.sampling, SAMPLING),
+                                     ("label_set_model", self.label_set_model, SET_MODELS)):
             if value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
         if self.max_terms_per_doc is not None and not (

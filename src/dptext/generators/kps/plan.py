@@ -91,6 +91,18 @@ def candidate_specs(options, family: str | None = None) -> list[tuple[str, Any]]
             "hybrid": hybrids, "auto": hists}[family]
 
 
+def check_multilabel(options, paper: bool, needs) -> None:
+    """A multi-label corpus takes the histogram models' path: the KDE sketches and the
+    form profile have no per-label-set analysis yet (refused, not run single-label)."""
+    if paper or "kde" in needs:
+        raise ValueError("a multi-label corpus (--label-sep) works with DP-KPS's histogram "
+                         "models only: use --model auto, histogram or smoothed, and "
+                         "independent sampling (the KDE sketches are single-label)")
+    if options.form:
+        raise ValueError("the form profile (--form) is single-label; leave it off for a "
+                         "multi-label corpus (--label-sep)")
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a fit of these options on a corpus (labelled or not) will do and release.
@@ -112,17 +124,21 @@ class Plan:
     fold: str | None
     selection_epsilon: float
     vocab: Any
+    multilabel: bool = False  # a multi-label corpus (kps/multilabel.py)
 
     def planned_releases(self) -> list[Release]:
         return [r for stage in self.stages for r in stage.planned(self)]
 
 
-def resolve(options, labelled: bool = True) -> Plan:
+def resolve(options, labelled: bool = True, multilabel: bool = False) -> Plan:
     """The plan of ``options`` for a labelled (True: the upper bound, a label set when none
-    is declared) or unlabelled corpus. Raises ValueError when the budget leaves nothing
-    for the vocabulary and the sketches."""
+    is declared) or unlabelled corpus, or a multi-label one (``multilabel``: the label
+    sets' release, the histogram models only). Raises ValueError when the budget leaves
+    nothing for the vocabulary and the sketches."""
     o = options
     family, paper, needs = model_family(o)
+    if multilabel:
+        check_multilabel(o, paper, needs)
     single = not paper and "kde" not in needs  # one histogram: the only model release
     candidates = tuple(candidate_specs(o, family))
     selects = o.select == "auto" and len(candidates) > 1
@@ -133,7 +149,7 @@ def resolve(options, labelled: bool = True) -> Plan:
     split = o.selection_split if o.selection_split != "auto" else (
         "shared" if o.epsilon is not None else "holdout")
     shared_selection = selects and split == "shared"
-    specs = noise_specs(o, labelled, single, shared_selection)
+    specs = noise_specs(o, labelled, single, shared_selection, multilabel)
     model_specs = {"histogram": specs["vocab"], "kde": specs["kde"]} if "kde" in needs \
         else {"histogram": specs["histogram"]}
     shared = labelled and shared_selection
@@ -148,6 +164,7 @@ def resolve(options, labelled: bool = True) -> Plan:
     plan = Plan(stages=(), candidates=candidates, specs=specs,
                 model_specs=model_specs, selects=selects, shared=shared,
                 fold=FIT_FOLD if selects and not shared else None,
-                selection_epsilon=selection_epsilon, vocab=vocab_spec(o))
+                selection_epsilon=selection_epsilon, vocab=vocab_spec(o),
+                multilabel=multilabel)
     return replace(plan, stages=tuple(s for s in (PAPER if paper else MODELS_PATH)
                                       if s.applies(plan)))

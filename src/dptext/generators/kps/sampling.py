@@ -13,21 +13,24 @@ from dptext.kde.sampler import SamplingStats
 
 @dataclass(frozen=True)
 class KeyphraseSequence:
-    """One DP keyphrase sequence and the class it was drawn for; ``form``: the form drawn
-    with it from the class's released form profile, in plain words (None: no profile)."""
+    """One DP keyphrase sequence and the class it was drawn for (a tuple: the label set
+    of a multi-label one); ``form``: the form drawn with it from the class's released
+    form profile, in plain words (None: no profile)."""
 
-    label: str | None
+    label: str | tuple[str, ...] | None
     keyphrases: tuple[str, ...]
     form: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "keyphrases": list(self.keyphrases),
+        label = list(self.label) if isinstance(self.label, tuple) else self.label
+        return {"label": label, "keyphrases": list(self.keyphrases),
                 **({} if self.form is None else {"form": self.form})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KeyphraseSequence:
-        return cls(label=d.get("label"), keyphrases=tuple(d["keyphrases"]),
-                   form=d.get("form"))
+        label = d.get("label")
+        return cls(label=tuple(label) if isinstance(label, list) else label,
+                   keyphrases=tuple(d["keyphrases"]), form=d.get("form"))
 
 
 def class_sizes(labels: list, counts: dict | None, n_per_class: int | None = None,

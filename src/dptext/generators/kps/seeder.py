@@ -19,6 +19,10 @@ plan to the corpus's persistent budget, as the run engine does (``fit``):
 5. with ``form``, per class, the noisy sum of the documents' public form features
    (``kps/form.py``); ``sample`` then draws a form with each sequence.
 
+A multi-label corpus (``Corpus.label_sets``) releases its capped label SETS in step 0
+and counts each document in the class of each of its labels (``kps/multilabel.py``);
+``sample`` then draws label sets and merges their labels' keyphrases.
+
 With a total ``epsilon`` every stage is inside the one split (``budget.py``): the
 ledger composes to that ε. ``sample`` only post-processes those releases, so it
 can be called any number of times at no further privacy cost. Everything ``fit`` keeps
@@ -37,6 +41,7 @@ import numpy as np
 
 from dptext.corpus import Corpus
 from dptext.generators.base import check_declared_labels
+from dptext.generators.kps.multilabel import draw_multilabel_sequences
 from dptext.generators.kps.options import SeederOptions
 from dptext.generators.kps.plan import Plan, candidate_specs, resolve, vocab_spec
 from dptext.generators.kps.report import ClassSignal, summary_lines
@@ -51,6 +56,7 @@ from dptext.kde.sampler import SamplingStats
 from dptext.kde.sketch import ReleasedSketches, ensemble_blocks
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release
 from dptext.privacy.budget import CorpusBudget, open_budget, settle_run
+from dptext.privacy.label_sets import ReleasedLabelSets
 from dptext.privacy.labels import ReleasedValues
 
 CHARGED_COMMAND = "python api: KeyphraseSeeder.fit"  # the run's name in the corpus's ledger
@@ -66,7 +72,8 @@ class KeyphraseSeeder(SeederOptions):
     released_vocabulary_: tuple[str, ...] = field(init=False, repr=False)
     sketches_: ReleasedSketches = field(init=False, repr=False)
     label_counts_: dict | None = field(init=False, repr=False, default=None)
-    label_set_: ReleasedValues | None = field(init=False, repr=False, default=None)
+    label_set_: ReleasedValues | ReleasedLabelSets | None = field(init=False, repr=False,
+                                                                  default=None)
     class_signal_: list[ClassSignal] = field(init=False, repr=False)
     sampling_stats_: SamplingStats = field(init=False, repr=False)
     embeddings_: np.ndarray = field(init=False, repr=False)  # of the released vocabulary
@@ -79,19 +86,20 @@ class KeyphraseSeeder(SeederOptions):
     form_profile_: Any = field(init=False, repr=False, default=None)  # kps.form.FormProfile
 
     # ---------------------------------------------------------------- the plan
-    def plan(self, labelled: bool = True) -> Plan:
-        """The stages a fit on a labelled (True: the upper bound) or unlabelled corpus runs
-        and their noise; checks the options first."""
+    def plan(self, labelled: bool = True, multilabel: bool = False) -> Plan:
+        """The stages a fit on a labelled (True: the upper bound) or unlabelled corpus, or
+        a multi-label one, runs and their noise; checks the options first."""
         self.validate()
-        return resolve(self, labelled)
+        return resolve(self, labelled, multilabel)
 
-    def planned_releases(self, labelled: bool = True) -> list[Release]:
+    def planned_releases(self, labelled: bool = True,
+                         multilabel: bool = False) -> list[Release]:
         """The releases ``fit`` will make, with the (ε, δ) the ledger will record (an upper
         bound for Laplace, whose rounding slack only lowers ε). Used to check a run
         against a corpus's remaining budget before touching the data; ``labelled``:
         whether the corpus has labels (True plans for a label set when none is
-        declared, which is the upper bound)."""
-        return self.plan(labelled).planned_releases()
+        declared, which is the upper bound; ``multilabel``: a multi-label corpus)."""
+        return self.plan(labelled, multilabel).planned_releases()
 
     def noise_specs(self, labelled: bool = True) -> dict[str, NoiseSpec]:
         """The noise of each stage, as the plan splits the budget (``budget.noise_specs``)."""
@@ -123,8 +131,7 @@ class KeyphraseSeeder(SeederOptions):
         cap applies to each."""
         if ledger is not None:
             return self._fit(corpus, rng, progress, ledger)
-        labelled = corpus.labels is not None
-        planned = self.planned_releases(labelled)  # checks the options before the charge
+        planned = self.planned_releases(corpus.labelled, corpus.multilabel)  # checks first
         check_declared_labels(corpus, self.labels)
         budget = budget if budget is not None else open_budget(corpus)
         run_id = uuid.uuid4().hex
@@ -144,7 +151,7 @@ class KeyphraseSeeder(SeederOptions):
              ledger: PrivacyLedger) -> KeyphraseSeeder:
         from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
-        plan = self.plan(corpus.labels is not None)  # before any release: checks
+        plan = self.plan(corpus.labelled, corpus.multilabel)  # before any release: checks
         rng = np.random.default_rng() if rng is None else rng
         step = progress or (lambda msg: None)
         check_declared_labels(corpus, self.labels)
@@ -158,7 +165,7 @@ class KeyphraseSeeder(SeederOptions):
         self.ledger_ = ledger
         self.label_counts_ = self.label_set_ = self.form_profile_ = None
         self.terms_per_doc_ = self.given_terms_per_doc()
-        labels = [None] if corpus.labels is None else list(self.labels or ())
+        labels = [None] if not corpus.labelled else list(self.labels or ())
         run = Fitting(self, plan, corpus, vocab, self.ledger_, rng, step, labels)
         for stage in plan.stages:
             if run.done:
@@ -193,6 +200,13 @@ class KeyphraseSeeder(SeederOptions):
             raise RuntimeError("call fit() before sample()")
         rng = np.random.default_rng() if rng is None else rng
         self.sampling_stats_ = SamplingStats()
+        if isinstance(self.label_set_, ReleasedLabelSets):  # a multi-label corpus
+            if (n_per_class is None) == (total is None):
+                raise ValueError("give exactly one of n_per_class or total")
+            total = len(self.sketches_.sums) * n_per_class if total is None else total
+            return draw_multilabel_sequences(self.model_, self.released_vocabulary_,
+                                             self.label_set_, total, self.length, rng,
+                                             self.sampling_stats_)
         seqs = draw_sequences(self.model_, self.released_vocabulary_,
                               self.class_sizes(n_per_class, total), self.length, rng,
                               self.sampling_stats_)

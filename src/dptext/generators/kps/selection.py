@@ -89,11 +89,13 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
                  presence: sparse.csr_matrix, y: np.ndarray, *, term_embeddings: np.ndarray,
                  epsilon: float, ledger: PrivacyLedger, per_class: int, length: int,
                  rng: np.random.Generator, margin: float = 0.0,
-                 fold: str | None = VALIDATION_FOLD) -> int:
+                 fold: str | None = VALIDATION_FOLD, rows: int = 1) -> int:
     """Index of the privately chosen candidate (one release in ``ledger``, on ``fold``:
     the validation fold, or None when the scored documents are also in the releases).
-    ``presence``: which Ṽ terms each scored document holds (``presence_matrix``);
-    ``margin``: the share of the first candidate's errors another must remove."""
+    ``presence``: which Ṽ terms each scored row holds (``presence_matrix``);
+    ``margin``: the share of the first candidate's errors another must remove; ``rows``:
+    the most scored rows one document has (a multi-label corpus: one per capped label),
+    which multiplies the sensitivity."""
     # bound the classifier's training set: at most MAX_TRAINING sequences per candidate
     per_class = max(MIN_PER_CLASS, min(per_class, MAX_TRAINING // max(len(labels), 1)))
     x = embedded(presence, term_embeddings)
@@ -101,6 +103,8 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
         candidate_correct(m, labels, x, y, term_embeddings=term_embeddings,
                           per_class=per_class, length=length, rng=rng) for m in candidates])
     scores, sensitivity = margin_scores(correct, margin)
+    sensitivity *= rows
+    each = "" if rows == 1 else f" (a document is at most {rows} rows, one per label)"
     names = ", ".join(describe(m) for m in candidates)
     return select_noisy_max(
         scores, sensitivity=sensitivity, epsilon=epsilon, ledger=ledger,
@@ -108,4 +112,4 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
         reason=(f"one validation document adds 0 to {sensitivity} to every candidate's "
                 "weighted count of correctly labelled documents, all in the same direction "
                 f"(the first candidate's head start: {margin:g} of its errors count as "
-                f"right); candidates: {names}"))
+                f"right){each}; candidates: {names}"))

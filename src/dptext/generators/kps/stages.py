@@ -73,6 +73,10 @@ class Fitting:
     sequences_of: DocumentTerms | None = None  # a document's keyphrases in Ṽ (the sketches')
     kde: KdeModel | None = None
     done: bool = False  # no class to model: the later stages have nothing to do
+    # multi-label (kps/multilabel.py): ``corpus`` holds one row per (document, label),
+    # ``documents`` the documents, ``rows`` the most rows a document has
+    documents: Corpus | None = None
+    rows: int = 1
 
 
 class Stage:
@@ -98,10 +102,22 @@ class LabelSet(Stage):
     def planned(self, plan) -> list[Release]:
         return [planned_value_set(plan.specs[LABEL_SET])]
 
+    def public_options(self, plan, o) -> tuple[str, ...]:
+        share = "label_set_share" if o.epsilon is not None else "epsilon_label_set"
+        return (share, "max_labels_per_doc", "label_set_model") if plan.multilabel \
+            else (share,)
+
     def run(self, f: Fitting) -> None:
-        f.step("DP label set")
-        f.seeder.label_set_ = released = release_label_set(
-            f.corpus.labels, f.plan.specs[LABEL_SET], ledger=f.ledger)
+        if f.plan.multilabel:
+            from dptext.generators.kps.multilabel import fit_label_sets
+
+            f.step("DP label sets")
+            fit_label_sets(f)
+        else:
+            f.step("DP label set")
+            f.seeder.label_set_ = release_label_set(
+                f.corpus.labels, f.plan.specs[LABEL_SET], ledger=f.ledger)
+        released = f.seeder.label_set_
         f.labels = list(released.values["label"])
         if not f.labels:
             warnings.warn(f"no label reached the DP label set's threshold (a noisy count of "
@@ -122,7 +138,8 @@ class TermsPerDocument(Stage):
 
     def run(self, f: Fitting) -> None:
         f.step("DP choice of terms per document")
-        scores = map_sum(TermCountScores(f.vocab.extractor()), f.corpus.texts)
+        scores = map_sum(TermCountScores(f.vocab.extractor()),
+                         (f.documents or f.corpus).texts)
         f.seeder.terms_per_doc_ = choose_terms_per_doc(
             scores.tolist(), epsilon=f.plan.specs["terms"].epsilon, ledger=f.ledger)
 
@@ -272,7 +289,7 @@ class ClassTermHistogram(Stage):
         hist = release_counts(exact, f.labels, vocab.terms, f.plan.model_specs["histogram"],
                               f.ledger, terms_per_doc=s,
                               false_cells=max(floors, default=o.vocab_noise_terms),
-                              max_terms=o.histogram_terms, fold=f.fold)
+                              max_terms=o.histogram_terms, fold=f.fold, rows=f.rows)
         o.histogram_ = hist
         o.released_vocabulary_ = hist.terms
         if len(hist.terms) < o.length:
@@ -314,7 +331,7 @@ class ModelSelection(Stage):
                                   epsilon=f.plan.selection_epsilon, ledger=f.ledger,
                                   per_class=o.selection_sequences, length=o.length,
                                   rng=f.rng, margin=o.selection_margin,
-                                  fold=None if f.shared else VALIDATION_FOLD)
+                                  fold=None if f.shared else VALIDATION_FOLD, rows=f.rows)
             o.model_ = cands[chosen]
         o.selection_ = {"candidates": [describe(m) for m in cands],
                         "chosen": describe(o.model_), "selected": f.selecting,

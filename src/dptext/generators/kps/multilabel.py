@@ -1,0 +1,97 @@
+"""DP-KPS on a multi-label corpus: a document with labels {A, B} counts in the keyphrase
+model of each of them, and a synthetic document draws a label set, then keyphrases from
+the models of its labels.
+
+The fit: each document keeps at most ``max_labels_per_doc`` = k labels (a public random
+subset, ``privacy.label_sets.cap_label_sets``); the capped sets are released by DP
+partition selection (one set per document, L0 1: the ``"label set"`` release); the
+classes are the labels of the released sets. The per-class stages then run on the
+document *rows*: one row per (document, released label of its capped set). One document
+is at most k rows (and at most as many as there are released labels), so every
+per-class release it feeds moves by at most k times what one
+row moves it (the class × term histogram: L1 k·S, L2 √(k·S); the selection's scores: k
+times theirs) — ``Fitting.rows`` carries k to the stages, which state it in the ledger.
+Documents stay whole where a stage counts documents, not rows (the choice of S). Rows
+of one document share its text, so a keyed-hash fold (``privacy.selection.fold_of``)
+puts them on the same side.
+
+Sampling (post-processing): label sets drawn from the released set counts, or from the
+released label and set-size counts (``label_set_model``, ``privacy.label_sets``); for
+each set, one sequence from each label's model, merged in turns (first term of each,
+then the second, ...), repeats dropped, up to L terms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dptext.corpus import Corpus
+from dptext.generators.kps.sampling import KeyphraseSequence
+from dptext.kde.sampler import SamplingStats
+from dptext.privacy.label_sets import (
+    ReleasedLabelSets,
+    cap_label_sets,
+    draw_label_sets,
+    release_label_sets,
+)
+
+
+def fit_label_sets(f) -> None:
+    """The label-set stage of a multi-label fit (``stages.LabelSet``): cap, release, and
+    put the document rows in ``f.corpus`` (the documents in ``f.documents``)."""
+    o = f.seeder
+    capped = cap_label_sets(f.corpus.label_sets, o.max_labels_per_doc, f.rng)
+    o.label_set_ = released = release_label_sets(
+        capped, f.plan.specs["label set"], k_max=o.max_labels_per_doc, ledger=f.ledger,
+        model=o.label_set_model)
+    f.labels = list(released.labels)
+    # a document's rows are its capped labels among the released ones: at most k, and
+    # at most the number of released labels (public)
+    f.documents, f.rows = f.corpus, max(1, min(o.max_labels_per_doc, len(f.labels)))
+    f.corpus = document_rows(f.corpus, capped, set(f.labels))
+
+
+def document_rows(corpus: Corpus, capped, labels: set) -> Corpus:
+    """One single-label row per (document, label of its capped set among ``labels``)."""
+    pairs = [(text, lab) for text, s in zip(corpus.texts, capped, strict=True)
+             for lab in s if lab in labels]
+    return Corpus(texts=tuple(t for t, _ in pairs), labels=tuple(lab for _, lab in pairs),
+                  source=corpus.source)
+
+
+def merge_in_turns(sequences: list[list[str]], length: int) -> tuple[str, ...]:
+    """The terms of ``sequences`` taken in turns (each one's first, then each one's
+    second, ...), repeats dropped, at most ``length``."""
+    out: dict[str, None] = {}
+    for i in range(max((len(s) for s in sequences), default=0)):
+        for s in sequences:
+            if i < len(s):
+                out.setdefault(s[i])
+    return tuple(out)[:length]
+
+
+def draw_multilabel_sequences(model, vocabulary: tuple[str, ...],
+                              released: ReleasedLabelSets, total: int, length: int,
+                              rng: np.random.Generator,
+                              stats: SamplingStats) -> list[KeyphraseSequence]:
+    """``total`` sequences, each with a label set drawn from ``released`` and keyphrases
+    from its labels' models (see the module docstring)."""
+    sets = draw_label_sets(released, total, rng)
+    vocab = np.asarray(vocabulary, dtype=object)
+    drawn: dict[str, list[list[str]]] = {}
+    for label in released.labels:
+        n = sum(label in s for s in sets)
+        if n == 0 or not len(vocab):
+            drawn[label] = [[] for _ in range(n)]
+            continue
+        pos = model.sample(label, n, length, rng, stats)
+        drawn[label] = [vocab[row[row >= 0]].tolist() for row in pos]
+    taken = dict.fromkeys(released.labels, 0)
+    out = []
+    for s in sets:
+        parts = []
+        for label in s:
+            parts.append(drawn[label][taken[label]])
+            taken[label] += 1
+        out.append(KeyphraseSequence(tuple(s), merge_in_turns(parts, length)))
+    return out
