@@ -97,15 +97,3 @@ def test_memoised_calibration_changes_no_noise_and_is_undone():
     assert budget.split_budget is split
 
 
-def test_memoised_accounting_changes_no_epsilon_and_is_undone():
-    from dptext.audits.common import memoised_accounting
-    from dptext.privacy import ledger as mod
-    from dptext.privacy.dpsgd import dp_sgd_release
-
-    rec = dp_sgd_release(name="x", noise_multiplier=2.0, sampling_rate=1.0, steps=1,
-                         max_grad_norm=1.0, epsilon=1.0, delta=1e-5)
-    honest, composed = mod.pld_epsilon, mod.compose([rec])
-    with memoised_accounting():
-        assert mod.pld_epsilon is not honest
-        assert mod.compose([rec]) == composed == mod.compose([rec])
-    assert mod.pld_epsilon is honest

@@ -28,6 +28,7 @@ from dptext.privacy import (
     mechanisms,
     release,
 )
+from dptext.privacy import ledger as ledger_module
 from dptext.privacy.audit import epsilon_lower_bound
 from dptext.privacy.ledger import PLD_INTERVAL, pld_interval
 
@@ -179,6 +180,17 @@ def test_gaussian_composition_uses_pld_and_is_never_worse_than_basic():
     assert g.epsilon > 1.0
     mixed = compose([*gs, _r(1.0)])
     assert mixed.epsilon == pytest.approx(g.epsilon + 1.0)
+
+
+def test_the_cached_pld_composition_is_the_accountants_own():
+    """pld_epsilon keeps one result per (events, δ, grid): the same ε, to the bit, as a
+    fresh accountant; a different list of events is composed anew."""
+    mult = gaussian_noise_multiplier(1.0, 1e-6)
+    events = [_r(1.0, 1e-6, "gaussian", mult).dp_event() for _ in range(3)]
+    fresh = ledger_module._pld_epsilon.__wrapped__(tuple(events), 1e-5, 3.0)
+    assert ledger_module.pld_epsilon(events, 1e-5, 3.0) == fresh
+    assert ledger_module.pld_epsilon(list(events), 1e-5, 3.0) == fresh  # served again
+    assert ledger_module.pld_epsilon(events[:2], 1e-5, 2.0) < fresh
 
 
 def test_a_near_non_private_gaussian_composes_on_a_coarser_grid_and_stays_an_upper_bound():

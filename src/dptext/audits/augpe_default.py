@@ -40,7 +40,6 @@ import numpy as np
 from dptext.audits.common import (
     RatioSamples,
     canary_copies,
-    memoised_accounting,
     quiet,
 )
 from dptext.audits.labels import _broken_label_set
@@ -82,7 +81,7 @@ def augpe_default_ratios(epsilon: float = 3.0, delta: float = 0.2, iterations: i
     samples: dict[str, list[float]] = {"D": [], "D'": []}
     ledger = None
     half = "half-noise" if broken == "half-noise" else "none"
-    with broken_noise(half), _broken_label_set(half), quiet(), memoised_accounting(), \
+    with broken_noise(half), _broken_label_set(half), quiet(), \
             tempfile.TemporaryDirectory() as tmp:
         for name, corpus in (("D", d), ("D'", d_prime)):
             for run in range(runs):

@@ -105,22 +105,6 @@ def memoised_calibration() -> Iterator[None]:
 
 
 @contextmanager
-def memoised_accounting() -> Iterator[None]:
-    """Within the block, the ledger's PLD composition is computed once per distinct list of
-    DP events: a pure function of public numbers (noise multipliers, sampling rates), so
-    every ε is unchanged. A run that records one release per class recomposes its ledger
-    at each (the ε cap's check), ~1 s each; repeated audit runs make the same lists."""
-    from dptext.privacy import ledger
-
-    honest = ledger.pld_epsilon
-    cached = lru_cache(maxsize=256)(lambda events, delta, eps_basic:
-                                    honest(list(events), delta, eps_basic))
-    with swapped(ledger, "pld_epsilon",
-                 lambda events, delta, eps_basic: cached(tuple(events), delta, eps_basic)):
-        yield
-
-
-@contextmanager
 def swapped(owner, name: str, replacement) -> Iterator[None]:
     """Within the block ``owner.name`` is ``replacement`` (a negative control's broken
     piece); the honest one is back afterwards."""

@@ -32,7 +32,6 @@ from dptext.audits.common import (
     RatioSamples,
     canary_copies,
     gaussian_llr,
-    memoised_accounting,
 )
 from dptext.audits.labels import _broken_label_set
 from dptext.audits.pate import _setup
@@ -62,7 +61,7 @@ def pate_default_ratios(epsilon: float = 3.0, delta: float = 0.2, *, runs: int =
     samples: dict[str, list[float]] = {"D": [], "D'": []}
     ledger = None
     half = "half-noise" if broken == "half-noise" else "none"
-    with broken_noise(half), _broken_label_set(half), memoised_accounting(), \
+    with broken_noise(half), _broken_label_set(half), \
             tempfile.TemporaryDirectory() as tmp:
         for name, (docs, labs, votes) in corpora.items():
             for run in range(runs):

@@ -38,6 +38,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import dp_accounting
@@ -221,7 +222,19 @@ def pld_interval(eps_basic: float) -> float:
 def pld_epsilon(events: list[dp_accounting.DpEvent], delta: float, eps_basic: float) -> float:
     """ε at ``delta`` of ``events`` composed by the PLD accountant on the grid
     ``pld_interval(eps_basic)``: the composition every ledger reports (and that
-    ``split_budget`` checks its split against)."""
+    ``split_budget`` checks its split against).
+
+    Computed once per distinct (events, δ, grid): a pure function of public numbers
+    (noise multipliers, sampling rates). A capped ledger recomposes at every release, and
+    a generator that records one release per class (Aug-PE: per class and iteration, in
+    one parallel group) asks for the same worst partition's events each time: ~1–3 s of
+    accounting a release before."""
+    return _pld_epsilon(tuple(events), delta, eps_basic)
+
+
+@lru_cache(maxsize=1024)
+def _pld_epsilon(events: tuple[dp_accounting.DpEvent, ...], delta: float,
+                 eps_basic: float) -> float:
     accountant = pld_privacy_accountant.PLDAccountant(
         neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
         value_discretization_interval=pld_interval(eps_basic))
