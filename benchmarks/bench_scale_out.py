@@ -36,9 +36,9 @@ import numpy as np
 from dptext.compute import LocalEngine, RayEngine, ray_available
 from dptext.corpus import read_corpus
 from dptext.generators.kps.releases import DocumentTerms
-from dptext.kde.histogram import ClassTermCounts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import SketchUnits, phase_tables
+from dptext.keyphrases.histogram import ClassTermCounts
 from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
 from harness.options import add_list, study_parser

@@ -10,9 +10,9 @@ import pytest
 from dptext.compute import LocalEngine, current_engine, map_sum, use_engine
 from dptext.corpus import Corpus
 from dptext.generators.kps.releases import DocumentTerms
-from dptext.kde.histogram import ClassTermCounts, class_term_counts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import corpus_sketch_sums, exact_sums
+from dptext.keyphrases.histogram import ClassTermCounts, class_term_counts
 from dptext.text import PublicVocabulary
 from dptext.text.extract import FirstTermCounts
 

@@ -18,13 +18,13 @@ from dptext.generators.kps.models import (
     neighbour_kernel,
 )
 from dptext.generators.kps.selection import candidate_correct, embedded, presence_matrix
-from dptext.kde.histogram import (
+from dptext.kde.sampler import SamplingStats
+from dptext.keyphrases.histogram import (
     ReleasedHistogram,
     class_term_counts,
     histogram_sensitivity,
     release_histogram,
 )
-from dptext.kde.sampler import SamplingStats
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, compose
 from dptext.privacy.selection import fold_of, margin_scores, select_noisy_max
 from dptext.text.vocabulary import PublicVocabulary

@@ -20,10 +20,10 @@ import dptext
 from dptext.compute import RAY_ASSUMPTION, LocalEngine, map_sum, use_engine
 from dptext.corpus import read_corpus
 from dptext.generators.kps.releases import DocumentTerms
-from dptext.kde.histogram import ClassTermCounts
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sketch import corpus_sketch_sums, exact_sums
-from dptext.kde.terms_per_doc import GRID, TermCountScores
+from dptext.keyphrases.histogram import ClassTermCounts
+from dptext.keyphrases.terms_per_doc import GRID, TermCountScores
 from dptext.text import PublicVocabulary, load_vocabulary
 from dptext.text.extract import FirstTermCounts
 

@@ -1,5 +1,5 @@
 """The private choice of S, the distinct terms one document may contribute
-(``dptext.kde.terms_per_doc``, ``KeyphraseSeeder(terms_per_doc="auto")``)."""
+(``dptext.keyphrases.terms_per_doc``, ``KeyphraseSeeder(terms_per_doc="auto")``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from dptext.corpus import Corpus
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.generators.kps.options import PER_STAGE_TERMS_PER_DOC
-from dptext.kde.terms_per_doc import (
+from dptext.keyphrases.terms_per_doc import (
     GRID,
     RESOLUTION,
     TERMS_CHOICE_NAME,

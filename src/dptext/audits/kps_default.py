@@ -46,8 +46,8 @@ from dptext.audits.common import (
 from dptext.audits.labels import _broken_label_set
 from dptext.audits.models import _half_noise_selection
 from dptext.corpus import Corpus
-from dptext.kde.histogram import HISTOGRAM_NAME
-from dptext.kde.terms_per_doc import GRID
+from dptext.keyphrases.histogram import HISTOGRAM_NAME
+from dptext.keyphrases.terms_per_doc import GRID
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.labels import LABEL_SET

@@ -1,7 +1,7 @@
 """Audits of DP-KPS's default model releases: the class × term histogram, the private
 model selection (report-noisy-max over validation scores) and the private choice of S.
 
-* ``audit_histogram``: ``kde.histogram.release_histogram`` on a small corpus D and on
+* ``audit_histogram``: ``keyphrases.histogram.release_histogram`` on a small corpus D and on
   D' = D + one document of S terms; the statistic is the released matrix projected on
   the shift between the two exact count matrices. Its ``unbounded`` control ignores the
   label and counts every document in every class row (contribution √(S·classes), not
@@ -13,7 +13,7 @@ model selection (report-noisy-max over validation scores) and the private choice
   candidate 0 is chosen. Its
   ``unbounded`` control counts each document twice (the sensitivity stated as 1 is 2);
   its ``half-noise`` control draws the noise of 2ε and records ε.
-* ``audit_terms_per_doc``: the private choice of S (``kde.terms_per_doc``) on an empty
+* ``audit_terms_per_doc``: the private choice of S (``keyphrases.terms_per_doc``) on an empty
   corpus D and on D' = one document with more distinct terms than the largest
   candidate; the statistic is the chosen S. Controls as for the selection (``unbounded``: that
   document counts twice).
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from dptext.audits.common import audit_claim, canary_copies, swapped
-from dptext.kde import histogram, terms_per_doc
+from dptext.keyphrases import histogram, terms_per_doc
 from dptext.privacy import NoiseSpec, PrivacyLedger, selection
 from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.selection import SELECTION_MARGIN, margin_scores, select_noisy_max
@@ -144,7 +144,7 @@ def audit_selection(epsilon: float = 1.0, candidates: int = 20, *, runs: int = 1
 
 def audit_terms_per_doc(epsilon: float = 1.0, *, runs: int = 10_000, confidence: float = 0.95,
                         broken: str = "none") -> AuditRow:
-    """The private choice of S (``kde.terms_per_doc``), through the real extractor, scores
+    """The private choice of S (``keyphrases.terms_per_doc``), through the real extractor, scores
     and sensitivity, between the default grid's extremes (S = 2 or its largest): D has
     no document (a tie), D' one with more distinct public terms than the largest S —
     it adds 14 to S = 2's score and 89 (the stated sensitivity, at S = 80) to the

@@ -4,7 +4,7 @@ term histogram when a document counts in the row of each of its labels.
 D: a small multi-label corpus; D' = D + one document holding ``LABELS_OF_PLANTED`` labels
 (more than the cap ``K``) and S terms. Both go through the fit's own steps — the labels
 capped at K with public randomness (``privacy.label_sets.cap_label_sets``), one row per
-(document, label), the exact counts (``kde.histogram.class_term_counts``), the release
+(document, label), the exact counts (``keyphrases.histogram.class_term_counts``), the release
 with the multi-label sensitivity (``release_counts(rows=K)``: L2 √(K·S)). The statistic
 is the released matrix projected on the shift between the two exact count matrices.
 Negative controls: ``unbounded`` skips the cap (the planted document moves all its
@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from dptext.audits.common import canary_copies
-from dptext.kde import histogram
+from dptext.keyphrases import histogram
 from dptext.privacy import NoiseSpec, PrivacyLedger
 from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
 from dptext.privacy.label_sets import cap_label_sets

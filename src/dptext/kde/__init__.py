@@ -1,1 +1,3 @@
-"""dptext.kde"""
+"""The paper's DP kernel density estimates of keyphrase sequences: random Fourier
+features (``rff``), the released sketches (``sketch``) and sampling from them
+(``sampler``)."""

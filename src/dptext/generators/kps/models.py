@@ -1,7 +1,7 @@
 """Keyphrase models: how released statistics become per-class term distributions.
 
 The DP-KPS engine makes at most two releases on the private corpus (see
-``generators/kps/``): the per-class term histogram (``kde/histogram.py``) and the
+``generators/kps/``): the per-class term histogram (``keyphrases/histogram.py``) and the
 per-class RFF KDE sketches (``kde/sketch.py``). A *model* is pure post-processing of
 those releases: it turns them into sampling weights over the released vocabulary Ṽ
 for each class and draws keyphrase sequences from them, at no privacy cost. So many
@@ -32,9 +32,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from scipy import sparse
 
-from dptext.kde.histogram import ReleasedHistogram
 from dptext.kde.sampler import SamplingStats, sample_independent, sample_iterative
 from dptext.kde.sketch import ReleasedSketches
+from dptext.keyphrases.histogram import ReleasedHistogram
 
 MODELS = ("auto", "kde", "histogram", "smoothed", "hybrid")
 # which releases a model family needs (what selecting among them has to pay for)

@@ -61,7 +61,7 @@ class SeederOptions:
     vocab_share: float = 0.5
     vocab_noise: str = "gaussian"
     kde_noise: str = "gaussian"
-    terms_per_doc: int | str = "auto"  # S; auto: chosen privately (kde/terms_per_doc.py)
+    terms_per_doc: int | str = "auto"  # S; auto: chosen privately (keyphrases/terms_per_doc.py)
     terms_share: float = 0.05  # of a total epsilon, for choosing S (terms_per_doc="auto")
     vocab_size: int = 1000
     vocab_noise_terms: float = 10.0

@@ -11,10 +11,10 @@ import numpy as np
 
 from dptext.compute import map_sum
 from dptext.corpus import Corpus
-from dptext.kde.histogram import noise_floor_of
 from dptext.kde.rff import FourierFeatures
 from dptext.kde.sampler import candidate_sets, unigram_scores
 from dptext.kde.sketch import ReleasedSketches, ensemble_blocks, release_corpus_sketches
+from dptext.keyphrases.histogram import noise_floor_of
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release, Sensitivity, release
 from dptext.text.extract import FirstTermCounts
 

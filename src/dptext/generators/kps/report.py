@@ -11,7 +11,7 @@ import numpy as np
 
 from dptext.generators.kps.form import FORM_NAME
 from dptext.generators.kps.selection import SELECTION_NAME
-from dptext.kde.terms_per_doc import TERMS_CHOICE_NAME
+from dptext.keyphrases.terms_per_doc import TERMS_CHOICE_NAME
 from dptext.privacy import NoiseSpec, gaussian_noise_multiplier
 from dptext.text.form import FORM_BLOCKS
 

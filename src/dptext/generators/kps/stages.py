@@ -39,10 +39,10 @@ from dptext.generators.kps.releases import (
 )
 from dptext.generators.kps.report import class_signal
 from dptext.generators.kps.selection import SELECTION_NAME, presence_matrix, select_model
-from dptext.kde.histogram import HISTOGRAM_NAME, ClassTermCounts, release_counts
 from dptext.kde.sampler import candidate_sets
 from dptext.kde.sketch import ReleasedSketches, ensemble_blocks
-from dptext.kde.terms_per_doc import TERMS_CHOICE_NAME, TermCountScores, choose_terms_per_doc
+from dptext.keyphrases.histogram import HISTOGRAM_NAME, ClassTermCounts, release_counts
+from dptext.keyphrases.terms_per_doc import TERMS_CHOICE_NAME, TermCountScores, choose_terms_per_doc
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release
 from dptext.privacy.labels import LABEL_SET, planned_value_set, release_label_set
 from dptext.privacy.selection import FIT_FOLD, VALIDATION_FOLD, fold_of
@@ -128,7 +128,7 @@ class LabelSet(Stage):
 
 class TermsPerDocument(Stage):
     """S chosen privately over every document's count of distinct public terms
-    (``kde.terms_per_doc``); without this stage S is as given."""
+    (``keyphrases.terms_per_doc``); without this stage S is as given."""
 
     def applies(self, plan) -> bool:
         return "terms" in plan.specs
@@ -271,7 +271,7 @@ class SelectionFolds(Stage):
 
 
 class ClassTermHistogram(Stage):
-    """The class × term histogram (``kde.histogram``): it also gives Ṽ; a document's
+    """The class × term histogram (``keyphrases.histogram``): it also gives Ṽ; a document's
     keyphrases are then its first S distinct public terms that are in Ṽ."""
 
     def planned(self, plan) -> list[Release]:
