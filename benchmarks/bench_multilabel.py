@@ -22,18 +22,17 @@ reach (the best case of releasing per-label counts only).
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+import math
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from record import ROOT, markdown_table, record
-
-sys.path.insert(0, str(ROOT / "src"))
+from harness.options import add_list, study_parser
+from harness.provenance import ROOT
+from harness.report import markdown_table, record
 
 INF_EPSILON = 1e3  # "ε → ∞": KeyphraseSeeder needs a finite ε
 RESULTS = ROOT / "benchmarks" / "results" / "multi-label.jsonl"
@@ -182,14 +181,14 @@ def run_all(args, ns, epsilons, options, results: Path):
             baselines[n] = float(np.mean([tv_distance(
                 independent_sets(train.label_sets, labels, len(train),
                                  np.random.default_rng(s)), list(test.label_sets))
-                for s in range(args.seeds)]))
+                for s in args.seeds]))
             head = {"n": n, "labels": labels, "train": len(train), "test": len(test),
                     "ceiling": ceilings[n], "tv_independent_exact": baselines[n]}
             out.write(json.dumps({"kind": "corpus", **head}) + "\n")
             print(head, flush=True)
             for eps in epsilons:
-                for model in args.label_set_models.split(","):
-                    for seed in range(args.seeds):
+                for model in args.label_set_models:
+                    for seed in args.seeds:
                         row = run_cell(n, eps, seed, args.max_labels_per_doc, train, test,
                                        labels, label_set_model=model, **options)
                         rows.append(row)
@@ -213,23 +212,18 @@ def read_results(path: Path):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ns", default="3,5,10")
-    ap.add_argument("--epsilons", default="3,6,inf")
-    ap.add_argument("--seeds", type=int, default=3)
+    ap = study_parser(__doc__, epsilons=[3, 6, math.inf], seeds=[0, 1, 2], report=True)
+    add_list(ap, "--ns", default=[3, 5, 10], convert=int, help="n most frequent findings")
     ap.add_argument("--max-labels-per-doc", type=int, default=4)
     ap.add_argument("--length", type=int, default=None, help="L (default: DP-KPS's)")
-    ap.add_argument("--label-set-models", default="joint,marginal")
+    add_list(ap, "--label-set-models", default=["joint", "marginal"])
     ap.add_argument("--results", default=str(RESULTS))
-    ap.add_argument("--from-results", action="store_true",
-                    help="summarize --results as written by an earlier run (no new cells)")
-    ap.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = ap.parse_args()
-    ns = [int(x) for x in args.ns.split(",")]
-    epsilons = [INF_EPSILON if x == "inf" else float(x) for x in args.epsilons.split(",")]
+    ns = args.ns
+    epsilons = [INF_EPSILON if math.isinf(e) else e for e in args.epsilons]
     options = {} if args.length is None else {"length": args.length}
     results = Path(args.results)
-    if args.from_results:
+    if args.report:
         rows, ceilings, baselines = read_results(results)
     else:
         rows, ceilings, baselines = run_all(args, ns, epsilons, options, results)
@@ -252,13 +246,13 @@ def main() -> None:
             "ε = 6, joint model: L = 10 gave 0.733, L = 30 0.771 micro-F1; L = 10 with "
             "max_labels_per_doc = 2, 0.643), label sets drawn by either model "
             "(`label_set_model`); "
-            f"{args.seeds} seeds, mean ± sd; ε → ∞ is ε = {INF_EPSILON:g}. **Keyphrases "
+            f"{len(args.seeds)} seeds, mean ± sd; ε → ∞ is ε = {INF_EPSILON:g}. **Keyphrases "
             "only**: no LLM wrote documents (whole documents need a local LLM run per cell, "
             "not run on this machine), and dpft (DP fine-tuning with the label set as "
             f"control code) was not run. Real-report ceilings (micro-F1): {sizes}."
             + (" The cells are those an earlier run of this script wrote to "
                "benchmarks/results/multi-label.jsonl (the same options without "
-               "--from-results); this run only summarized them." if args.from_results
+               "--report); this run only summarized them." if args.report
                else "")
             + " The label-set model chosen as the default from this table: `marginal` "
             "(at n = 10 the joint model keeps a handful of singleton sets and its "
