@@ -26,7 +26,11 @@ os.environ.update(TEST_TERMINAL)
 for _var in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "TTY_INTERACTIVE", "TERMINAL_WIDTH"):
     os.environ.pop(_var, None)
 
-from xdist_workers import one_thread_per_worker, pytest_collection_modifyitems  # noqa: E402,F401
+from xdist_workers import (  # noqa: E402,F401  (the hooks: grouped files under xdist)
+    one_thread_per_worker,
+    pytest_collection_modifyitems,
+    pytest_xdist_make_scheduler,
+)
 
 one_thread_per_worker()  # before numpy or torch is imported
 

@@ -1,25 +1,32 @@
-"""The suite under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``: two workers
-on CI's two cores), imported by the conftest of each suite (tests/, benchmarks/tests/).
+"""The suite under pytest-xdist (``make test`` runs ``-n 2 --dist loadfile``: two workers on
+CI's two cores), imported by the conftest of each suite (tests/, benchmarks/tests/).
 
 - One compute thread per worker (torch/OpenMP, BLAS, tokenizers, llama.cpp): two workers
   that each spin up a thread per core fight over the cores, and OpenMP and llama.cpp
   threads spin while they wait for each other. Set before numpy or torch is imported,
   in workers only: a run without xdist keeps every core.
-- Tests that share an expensive fixture run on one worker, so it is built once: the Ray
-  cluster and the evaluation report (session fixtures) each a group of their own, and a
-  module-scoped fixture's tests a group per module (``pytest.mark.xdist_group``; without
-  ``--dist loadgroup`` the marks do nothing).
+- ``--dist loadfile`` sends a file's tests to one worker (a module-scoped fixture is
+  built once), and here also the files that share an expensive session fixture, so it is
+  built once too: the Ray cluster, the evaluation report (``SHARED_FILES``). xdist's
+  own ``xdist_group`` mark cannot do it: pytest 9 ignores the node id it rewrites.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 
 WORKER_THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                   "RAYON_NUM_THREADS", "DPTEXT_LLM_THREADS")
-SHARED_SESSION_FIXTURES = ("cluster", "bbc_report")  # expensive; ``tiny`` is not
+#: session fixture -> the files whose tests use it (one worker runs them all)
+SHARED_FILES = {
+    "cluster": ("tests/test_ray_engine.py", "tests/test_ray_generators.py",
+                "tests/test_ray_llm.py"),
+    "bbc_report": ("tests/test_eval_cli.py", "tests/test_eval_report_browser.py"),
+}
+_GROUP_OF_FILE = {f: name for name, files in SHARED_FILES.items() for f in files}
 
 
 def one_thread_per_worker() -> None:
@@ -28,25 +35,31 @@ def one_thread_per_worker() -> None:
             os.environ.setdefault(var, "1")
 
 
-def shared_fixture_group(item: pytest.Item) -> str | None:
-    """The xdist group of a test that uses an expensive shared fixture, else None."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:  # not a Python test function (a doctest, say)
-        return None
-    for name in SHARED_SESSION_FIXTURES:
-        if name in info.name2fixturedefs:
-            return name
-    for defs in info.name2fixturedefs.values():
-        if defs and defs[-1].scope == "module":
-            return item.nodeid.split("::")[0]
-    return None
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):  # its mark is unknown without it
-        return
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a shared fixture from a file not listed runs (on whichever
+    worker) but builds the fixture again: say so, once per file."""
+    told = set()
     for item in items:
-        group = shared_fixture_group(item)
-        if group and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
+        file = item.nodeid.split("::", 1)[0]
+        for name in SHARED_FILES:
+            if (name in getattr(item, "fixturenames", ()) and _GROUP_OF_FILE.get(file) != name
+                    and file not in told):
+                told.add(file)
+                warnings.warn(f"{file} uses the session fixture {name!r}: add it to "
+                              "SHARED_FILES in tests/xdist_workers.py, so that one "
+                              "pytest-xdist worker builds it once", stacklevel=1)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown without it
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` whose unit is a file, or the files of one shared fixture."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return _GROUP_OF_FILE.get(file, file)
+
+    return SharedFixtureScheduling(config, log)
