@@ -267,7 +267,7 @@ def test_degenerate_corpora_fit_with_an_honest_guarantee(case, path):
 # the KDE path: 3,000 sketch releases in one parallel group. The default path: one class ×
 # term histogram whatever the classes, whose cost does not depend on how many there are,
 # at 100: its model selection fits a classifier over every class, whose time grows with
-# the square of their number (300 classes: 20 s of CPU; 3,000: over 10 minutes)
+# the square of their number (300 classes: 20 s of CPU; 3,000: 17 minutes on a busy machine)
 @pytest.mark.parametrize("path, n", [("kde", 3000), ("default", 100)])
 def test_thousands_of_classes_cost_epsilon_once(path, n):
     corpus = Corpus(tuple(f"football market {i}" for i in range(n)),
