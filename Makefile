@@ -27,8 +27,12 @@ chromium:
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
+# two pytest-xdist workers (CI has two cores; tests/xdist_workers.py gives each one thread
+# and keeps the tests of a file, or of a shared fixture, on one worker);
+# TEST_WORKERS=0 runs serially
+TEST_WORKERS ?= 2
 test: setup chromium docs
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(PY) -m ruff check src tests benchmarks

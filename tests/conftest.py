@@ -26,8 +26,17 @@ os.environ.update(TEST_TERMINAL)
 for _var in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "TTY_INTERACTIVE", "TERMINAL_WIDTH"):
     os.environ.pop(_var, None)
 
+from xdist_workers import (  # noqa: E402,F401  (the hooks: grouped files under xdist)
+    one_thread_per_worker,
+    pytest_collection_modifyitems,
+    pytest_xdist_make_scheduler,
+)
+
+one_thread_per_worker()  # before numpy or torch is imported
+
 import pytest  # noqa: E402
 
+from accounting_memo import _one_pld_per_gaussian  # noqa: E402,F401  (autouse, session)
 from eval_fixtures import bbc_report  # noqa: E402,F401  (session fixture: a real evaluation report)
 from isolation import _dptext_home, _prompt_cache  # noqa: E402,F401  (autouse: own state)
 from ray_cluster import cluster  # noqa: E402,F401  (session fixture: a loopback Ray cluster)
