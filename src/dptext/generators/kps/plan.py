@@ -7,7 +7,9 @@ Each stage (``stages.py``) states the releases it will make and makes them, so
 without selection: the DP vocabulary, then the sketches over it) is one list
 (``PAPER``); the keyphrase models' (the class × term histogram, optionally the sketches,
 then a private choice among the candidate models) another (``MODELS_PATH``). Both end
-with the form profile when ``form`` is on (``stages.FormProfileStage``).
+with the form profile when ``form`` is True (``stages.FormProfileStage``); with
+``form="auto"`` the models' path releases it just before the private selection, which
+then also chooses whether the sequences carry a form.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ PAPER = (stages.LabelSet(), stages.TermsPerDocument(), stages.Vocabulary(),
 MODELS_PATH = (stages.LabelSet(), stages.TermsPerDocument(), stages.SelectionFolds(),
                stages.ClassTermHistogram(), stages.LabelCounts(),
                stages.Embedding(always=False), stages.KdeSketches(always=False),
-               stages.ModelSelection(), stages.FormProfileStage())
+               stages.FormProfileStage(auto=True), stages.ModelSelection(),
+               stages.FormProfileStage())
 
 
 def model_family(options) -> tuple[str, bool, tuple[str, ...]]:
@@ -112,7 +115,7 @@ class Plan:
     fold: str | None
     selection_epsilon: float
     vocab: Any
-
+    form: str | None = None  # the form profile: "given" (form=True), "auto" or None
     def planned_releases(self) -> list[Release]:
         return [r for stage in self.stages for r in stage.planned(self)]
 
@@ -133,7 +136,10 @@ def resolve(options, labelled: bool = True) -> Plan:
     split = o.selection_split if o.selection_split != "auto" else (
         "shared" if o.epsilon is not None else "holdout")
     shared_selection = selects and split == "shared"
-    specs = noise_specs(o, labelled, single, shared_selection)
+    # auto: the form profile only where a selection on labelled documents will choose
+    form = "given" if o.form is True else "auto" if o.form_planned(selects and labelled) \
+        else None
+    specs = noise_specs(o, labelled, single, shared_selection, form is not None)
     model_specs = {"histogram": specs["vocab"], "kde": specs["kde"]} if "kde" in needs \
         else {"histogram": specs["histogram"]}
     shared = labelled and shared_selection
@@ -148,6 +154,6 @@ def resolve(options, labelled: bool = True) -> Plan:
     plan = Plan(stages=(), candidates=candidates, specs=specs,
                 model_specs=model_specs, selects=selects, shared=shared,
                 fold=FIT_FOLD if selects and not shared else None,
-                selection_epsilon=selection_epsilon, vocab=vocab_spec(o))
+                selection_epsilon=selection_epsilon, vocab=vocab_spec(o), form=form)
     return replace(plan, stages=tuple(s for s in (PAPER if paper else MODELS_PATH)
                                       if s.applies(plan)))
