@@ -163,12 +163,13 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
 
 
 def generator_documents(method: str, data: BenchData, eps: float, per_class: int, seed: int,
-                        folder: Path, llm, concurrency: int) -> tuple[list[tuple[str, str]],
-                                                                        int, float]:
-    """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``)."""
+                        folder: Path, llm, concurrency: int, **extra) -> tuple[
+                            list[tuple[str, str]], int, float]:
+    """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``);
+    ``extra``: more of its options (e.g. DP-KPS's ``form``)."""
     import dptext
 
-    options: dict = {"labels": data.classes}
+    options: dict = {"labels": data.classes, **extra}
     if method == "dpft":
         options["documents"] = per_class * len(data.classes)
     else:
@@ -788,6 +789,19 @@ def report(rows: list[dict], args) -> str:
     )
 
 
+def split_design(args, methods: tuple[str, ...]) -> None:
+    """``args``'s comma-separated --corpora, --methods, --epsilons and --seeds as lists, in
+    place; unknown methods (of ``methods``) or corpora are refused."""
+    args.corpora = args.corpora.split(",")
+    args.methods = args.methods.split(",")
+    unknown = set(args.methods) - set(methods) or set(args.corpora) - set(DATASETS)
+    if unknown:
+        raise SystemExit(f"unknown {sorted(unknown)}; methods: {', '.join(methods)}; corpora: "
+                         f"{', '.join(DATASETS)}")
+    args.epsilons = [float(e) for e in args.epsilons.split(",")]
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpora", default="bbc-news,health-tweets,complaints,banking77")
@@ -810,14 +824,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true",
                     help="write docs/benchmarks.md (with --report also the README's summary)")
     args = ap.parse_args()
-    args.corpora = args.corpora.split(",")
-    args.methods = args.methods.split(",")
-    unknown = set(args.methods) - set(METHODS) or set(args.corpora) - set(DATASETS)
-    if unknown:
-        raise SystemExit(f"unknown {sorted(unknown)}; methods: {', '.join(METHODS)}; corpora: "
-                         f"{', '.join(DATASETS)}")
-    args.epsilons = [float(e) for e in args.epsilons.split(",")]
-    args.seeds = [int(s) for s in args.seeds.split(",")]
+    split_design(args, METHODS)
     args.work_dir = args.work_dir or bench_dir("whole-documents")
     results = args.results
     signal.signal(signal.SIGTERM, _terminate)
