@@ -17,6 +17,11 @@ public seed, for the histogram model, the KDE (independent and iterative), the d
 paper's per-stage budgets, at both commits.
 
     python benchmarks/bench_release_records.py --before c463a68 --write   # ~2 min
+
+``--form-off``: this checkout's DP-KPS runs with the form profile off (``--form off``,
+``form=False``; its default ``auto`` adds the form release where the private selection
+runs): what a commit from before that default released, a run with the form off must
+release exactly.
 """
 
 from __future__ import annotations
@@ -63,13 +68,16 @@ def corpus(path: Path) -> None:
     write_jsonl(({"text": bbc.texts[i], "label": bbc.labels[i]} for i in keep), path)
 
 
-def releases(src: Path, data: Path, work: Path) -> dict[str, list[dict]]:
+def releases(src: Path, data: Path, work: Path,
+             kps_args: tuple[str, ...] = ()) -> dict[str, list[dict]]:
+    """Each run's release records; ``kps_args``: more options of the DP-KPS runs."""
     out = {}
     env = {**os.environ, "PYTHONPATH": str(src / "src"), "DPTEXT_HOME": str(work / "home")}
     for i, (name, args) in enumerate(RUNS.items()):
         target = work / f"run{i}.jsonl"
+        more = kps_args if args[0] == "generate" else ()
         cmd = [sys.executable, "-m", "dptext", *args[:1], "-i", str(data), "-o", str(target),
-               *COMMON, *args[1:]]
+               *COMMON, *args[1:], *more]
         res = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if res.returncode:
             raise SystemExit(f"{name} failed in {src}:\n{res.stdout[-2000:]}{res.stderr}")
@@ -128,9 +136,11 @@ CONFIGS = {
 }
 
 
-def exact_statistics(src: Path, data: Path, work: Path) -> dict:
+def exact_statistics(src: Path, data: Path, work: Path, more: dict | None = None) -> dict:
+    """Per configuration the noise-off statistics; ``more``: options added to each."""
     script = work / "exact.py"
-    configs = {k: {"labels": ("business", "sports", "tech"), **kw} for k, kw in CONFIGS.items()}
+    configs = {k: {"labels": ("business", "sports", "tech"), **kw, **(more or {})}
+               for k, kw in CONFIGS.items()}
     script.write_text(f"CONFIGS = {configs!r}\n" + EXACT)
     env = {**os.environ, "PYTHONPATH": str(src / "src"), "DPTEXT_HOME": str(work / "home")}
     res = subprocess.run([sys.executable, str(script), str(data)], env=env,
@@ -143,7 +153,10 @@ def exact_statistics(src: Path, data: Path, work: Path) -> dict:
 def main() -> None:
     ap = study_parser(__doc__)
     ap.add_argument("--before", required=True, help="the commit to compare with")
+    ap.add_argument("--form-off", action="store_true",
+                    help="this checkout's DP-KPS runs with --form off (form=False)")
     args = ap.parse_args()
+    kps_args, more = (("--form", "off"), {"form": False}) if args.form_off else ((), {})
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         old = tmp / "before"
@@ -154,9 +167,9 @@ def main() -> None:
             (tmp / "a").mkdir()
             (tmp / "b").mkdir()
             before = releases(old, tmp / "data.jsonl", tmp / "a")
-            now = releases(ROOT, tmp / "data.jsonl", tmp / "b")
+            now = releases(ROOT, tmp / "data.jsonl", tmp / "b", kps_args)
             exact = {"before": exact_statistics(old, tmp / "data.jsonl", tmp / "a"),
-                     "after": exact_statistics(ROOT, tmp / "data.jsonl", tmp / "b")}
+                     "after": exact_statistics(ROOT, tmp / "data.jsonl", tmp / "b", more)}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=ROOT,
                            capture_output=True)
@@ -170,7 +183,9 @@ def main() -> None:
                          "identical" if not differ else f"differ: {', '.join(differ)}"])
             assert same
     body = (f"Releases of the same commands at commit {args.before} (before) and at this "
-            "commit (after); compared fields: " + ", ".join(KEYS) + ". dpft's DP-SGD record "
+            "commit (after"
+            + (", its DP-KPS runs with `--form off`, `form=False`" if args.form_off else "")
+            + "); compared fields: " + ", ".join(KEYS) + ". dpft's DP-SGD record "
             "is calibrated from its released (noisy) corpus-size estimate: its noise scale "
             "and ε differ between any two runs, of one commit too. DP-KPS chooses S (terms per "
             "document) under noise and its class × term histogram's sensitivity is √S: two "

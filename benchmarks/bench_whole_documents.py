@@ -164,12 +164,13 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
 
 
 def generator_documents(method: str, data: BenchData, eps: float, per_class: int, seed: int,
-                        folder: Path, llm, concurrency: int) -> tuple[list[tuple[str, str]],
-                                                                        int, float]:
-    """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``)."""
+                        folder: Path, llm, concurrency: int, **extra) -> tuple[
+                            list[tuple[str, str]], int, float]:
+    """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``);
+    ``extra``: more of its options (e.g. DP-KPS's ``form``)."""
     import dptext
 
-    options: dict = {"labels": data.classes}
+    options: dict = {"labels": data.classes, **extra}
     if method == "dpft":
         options["documents"] = per_class * len(data.classes)
     else:

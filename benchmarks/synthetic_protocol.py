@@ -42,6 +42,7 @@ DATASETS = {
     "health-tweets": ("health news tweet", 40),
     "complaints": ("consumer complaint about a financial product", 96),
     "banking77": ("customer question to a bank", 32),
+    "drug-reviews": ("patient review of a medicine", 96),
 }
 
 

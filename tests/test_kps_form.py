@@ -1,7 +1,9 @@
 """DP-KPS's form profile (``--form``): the public form features of a document, their
 per-class Gaussian release (sensitivity, parallel composition, the plan), the form drawn
 with each sequence and stated in its prompt (and nothing private), and ``dptext generate
---form`` end to end. Without the option the plan's releases are unchanged."""
+--form on`` end to end. With ``form=False`` the plan's releases are as before the
+profile; the default ``form="auto"`` (the private selection decides) is in
+``test_kps_form_selection.py``."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from dptext.generators.kps.form import (
     form_sensitivity,
     release_form_profile,
 )
+from dptext.generators.kps.selection import SELECTION_NAME
 from dptext.llm import PromptBuilder, generate_documents
 from dptext.llm.recording import RecordingBackend
 from dptext.privacy import NoiseSpec, PrivacyLedger
@@ -112,14 +115,25 @@ def test_the_profile_draws_forms_in_proportion_above_the_noise_floor():
     assert profile.draw("a", 0, np.random.default_rng(0)) == []
 
 
-def test_without_form_the_plan_is_unchanged_and_with_it_one_release_is_added():
+def test_the_plan_adds_one_form_release_with_form_or_auto_with_a_selection():
+    """form=False: the releases of the plan before the form profile existed; True: one
+    more, last; "auto" (the default): one more, before the private selection, only where
+    one runs (not on the paper's path, nor on an unlabelled corpus)."""
     for kw in ({}, {"model": "kde", "select": "none"}, {"labels": None},
                {"epsilon": None, "epsilon_vocab": 1.0, "epsilon_kde": 2.0}):
-        default = _seeder(**kw).planned_releases()
-        assert _seeder(**kw, form=False).planned_releases() == default
+        plain = _seeder(**kw, form=False).planned_releases()
+        assert FORM_NAME not in [r.name for r in plain]
         with_form = _seeder(**kw, form=True).planned_releases()
-        assert [r.name for r in with_form] == [r.name for r in default] + [FORM_NAME]
+        assert [r.name for r in with_form] == [r.name for r in plain] + [FORM_NAME]
         assert with_form[-1].parallel_group == FORM_GROUP
+        auto = _seeder(**kw).planned_releases()
+        if kw.get("select") == "none":
+            assert auto == plain
+            continue
+        names = [r.name for r in plain]
+        at = names.index(SELECTION_NAME)  # the form profile just before the selection
+        assert [r.name for r in auto] == [*names[:at], FORM_NAME, *names[at:]]
+    assert FORM_NAME not in [r.name for r in _seeder().planned_releases(labelled=False)]
 
 
 @pytest.mark.parametrize("kw", [{}, {"selection_split": "holdout", "model": "hybrid"}])
@@ -155,8 +169,8 @@ def test_the_drawn_form_reaches_the_prompt_and_no_private_text_does():
     assert not any(w in prompts for w in CANARY.lower().rstrip(".").split())
     private_words = {w for t in corpus.texts for w in t.split() if w not in TERMS}
     assert not any(w in prompts.split() for w in private_words)  # the docNNN ids
-    # without the option: no form, and the prompt is as before
-    plain = _seeder().fit(corpus, rng=np.random.default_rng(0)).sample(
+    # without it: no form, and the prompt is as before
+    plain = _seeder(form=False).fit(corpus, rng=np.random.default_rng(0)).sample(
         1, rng=np.random.default_rng(1))
     assert all(s.form is None and "form" not in s.to_dict() for s in plain)
 
@@ -204,7 +218,7 @@ def test_generate_with_form_end_to_end(tmp_path):
             "--select", "none", "--sequences-per-class", "4", "--llm", "recording:",
             "--out", str(out), "--no-progress", "--no-cache", "--seed", "3"]
     r = CliRunner().invoke(__import__("dptext.cli", fromlist=["app"]).app,
-                           [*args, "--form"], catch_exceptions=False)
+                           [*args, "--form", "on"], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "placeholders or scaffolding 0 retried / 0 left" in said(r.output)
     assert "form profile: per class, 15 public form features released" in said(r.output)

@@ -9,6 +9,7 @@ import pytest
 
 from dptext.corpus import Corpus
 from dptext.generators.kps import KeyphraseSeeder
+from dptext.generators.kps.form import FORM_NAME
 from dptext.generators.kps.models import (
     HistogramModel,
     KeyphraseModel,
@@ -292,8 +293,10 @@ def test_seeder_selects_privately_by_default_and_the_ledger_says_so():
     assert len(sel) == 1 and sel[0].name.startswith("model selection")
     assert sel[0].epsilon == pytest.approx(seeder.selection_share * 8.0)
     assert {r.fold for r in recs} == {None}  # no fold: every document is in every release
+    made = {r.name.split(" (")[0]: r for r in recs}.values()  # the form: one per class
     assert [(r.name.split(" (")[0], r.epsilon) for r in planned] == \
-        [(r.name.split(" (")[0], pytest.approx(r.epsilon)) for r in recs]
+        [(r.name.split(" (")[0], pytest.approx(r.epsilon)) for r in made]
+    assert FORM_NAME in [r.name for r in made]  # form="auto": scored by the selection
     g = seeder.ledger_.guarantee()
     assert g.epsilon <= 8.0 + 1e-6 and "parallel" not in g.method
     assert seeder.selection_["selected"] and seeder.selection_["split"] == "shared"
@@ -315,8 +318,10 @@ def test_holdout_selection_composes_in_parallel():
         seeder = _seeder(**kw).fit(_corpus(300), rng=np.random.default_rng(0))
         recs = seeder.ledger_.releases
         sel = [r for r in recs if r.mechanism == "report-noisy-max"]
-        assert sel[0].fold == "validation" and {r.fold for r in recs if r is not sel[0]} == \
-            {"fit"}
+        # the form profile (form="auto") counts every document, like S's choice would
+        assert sel[0].fold == "validation" and {r.fold for r in recs if r is not sel[0]
+                                                 and r.name != FORM_NAME} == {"fit"}
+        assert {r.fold for r in recs if r.name == FORM_NAME} == {None}
         assert "parallel" in seeder.ledger_.guarantee().method
         assert seeder.selection_["split"] == "holdout"
         assert seeder.selection_["validation_share"] == 0.1  # a holdout fold: a tenth

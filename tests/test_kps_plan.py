@@ -27,9 +27,13 @@ def test_the_paper_is_its_own_list_of_stages():
     assert _kinds(models)[0] is stages.SelectionFolds and stages.Vocabulary not in \
         _kinds(models)
     assert stages.KdeSketches not in _kinds(models)  # the histogram alone: no sketches
-    for kw in ({"model": "kde", "select": "none"}, {}):  # --form: the last stage of both
-        assert stages.FormProfileStage not in _kinds(_seeder(**kw).plan())
+    for kw in ({"model": "kde", "select": "none"}, {}):  # form=True: the last stage of both
+        assert stages.FormProfileStage not in _kinds(_seeder(**kw, form=False).plan())
         assert _kinds(_seeder(**kw, form=True).plan())[-1] is stages.FormProfileStage
+    # form="auto" (the default): the profile just before the selection, where one runs
+    auto = _kinds(models)
+    assert auto[auto.index(stages.ModelSelection) - 1] is stages.FormProfileStage
+    assert stages.FormProfileStage not in _kinds(paper)
     assert stages.KdeSketches in _kinds(_seeder(model="hybrid").plan())
     assert {type(s) for s in MODELS_PATH} >= set(_kinds(models))
     # declared labels, a total ε, S chosen: no label set, one "terms" stage
@@ -60,7 +64,8 @@ def test_releases_go_into_the_ledger_given_and_its_cap_applies():
     seeder = _seeder(terms_per_doc="auto")
     planned = seeder.planned_releases()
     seeder.fit(_corpus(), rng=np.random.default_rng(0), ledger=earlier)
-    assert seeder.ledger_ is earlier and len(earlier.releases) == len(planned)
+    made = {r.name.split(" (")[0] for r in earlier.releases}  # the form: one per class
+    assert seeder.ledger_ is earlier and len(made) == len(planned)
 
     capped = PrivacyLedger(epsilon_cap=planned[0].epsilon * 1.5)
     with pytest.raises(BudgetExceededError, match="nothing was released"):

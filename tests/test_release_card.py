@@ -41,7 +41,9 @@ def _plain(card: str) -> list[str]:
 @pytest.mark.parametrize("epsilon", [8.0, None])
 def test_histogram_run_card_lists_the_histogram_and_no_kde_parameter(tmp_path, epsilon):
     extra = {} if epsilon else {"epsilon": None, "epsilon_vocab": 2.0, "epsilon_kde": 6.0}
-    card, report = _card(tmp_path, **extra)
+    # form=False: no per-class release, so one plain line per release (the form profile's
+    # card: tests/test_kps_form_selection.py)
+    card, report = _card(tmp_path, form=False, **extra)
     listed = _listed(card)
     assert not listed & set(KDE_ONLY), listed
     assert {"vocab", "terms_per_doc", "terms_per_doc_used", "vocab_noise", "model",

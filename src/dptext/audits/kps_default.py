@@ -3,8 +3,9 @@
 ``audit_dpkps_default``: the seeder's parameters come from ``KPSGenerator.seeder_params``
 (the CLI's: a total ε, undeclared labels, ``model="auto"``, ``select="auto"``,
 ``terms_per_doc="auto"``) and the fit is ``fit_seeder`` into a run ledger, as the engine
-calls it: the DP label set, the private choice of S and the class × term histogram,
-composed by the run's ledger. What differs from a CLI run, and why:
+calls it: the DP label set, the private choice of S, the class × term histogram and the
+form profile (``form="auto"``: released for the selection, here unused), composed by the
+run's ledger. What differs from a CLI run, and why:
 
 * the public vocabulary is small and made up (the default's 20,000 words make one fit
   ~1 s), with ``vocab_size`` its size (the default 1,000 would exceed it);
@@ -19,7 +20,8 @@ S cells of the released histogram by one — the whole stated sensitivity √S �
 moves the label set's noisy count of "a" by one. The statistic is the Gaussian likelihood
 ratio of those two releases (``gaussian_llr``; S read from the run's released choice, σ
 from its ledger): the optimal test of the stages that carry nearly all the budget,
-against the ε the ledger composes over all of them. It runs at ε = 1, δ = 0.2: the
+against the ε the ledger composes over all of them (the form profile's share included: a claim
+that only errs on the safe side). It runs at ε = 1, δ = 0.2: the
 calibration and composition code is the same at every (ε, δ), and the tests need fewer
 fits at a large δ (at δ = 0.1 and 800 fits a side, half the noise was caught in 2 of 3
 runs). The ``half-noise`` control halves every stage's noise

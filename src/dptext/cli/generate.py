@@ -96,7 +96,7 @@ def generate(
                                      f"dpft); DP-KPS's sequence method is --sequence-method "
                                      f"{method}")
         declared = o.parse_labels(labels)
-        if kps["form"] and method != "kps":
+        if o.form_option(kps["form"]) is True and method != "kps":
             raise typer.BadParameter(f"--form is DP-KPS's form profile (--method kps); "
                                      f"--method {method} has none")
         if method != "kps" and (kps["epsilon_vocab"], kps["epsilon_kde"]) != (None, None):

@@ -179,11 +179,14 @@ TermsShare = Annotated[float, typer.Option(
 EpsLabelSet = Annotated[float, typer.Option(
     help="ε of the DP label set when --labels is not given, with --epsilon-vocab/"
     "--epsilon-kde (on top of them).", rich_help_panel=ADVANCED)]
-Form = Annotated[bool, typer.Option(
-    "--form/--no-form",
-    help="Release a DP form profile per class (length, shape, links, hashtags, tone: public "
-    "features, one Gaussian release charged to the run's ε) and state a form drawn from it "
-    "in each prompt. Off by default until benchmarked.", rich_help_panel=SEEDER)]
+Form = Annotated[str, typer.Option(
+    help="The DP form profile per class (length, shape, links, hashtags, tone: public "
+    "features, one Gaussian release charged to the run's ε), a form drawn from it stated "
+    "in each prompt. auto: released when the private selection runs (--select auto), which "
+    "also chooses whether the prompts state a form; on: always; off: never.",
+    rich_help_panel=SEEDER)]
+#: --form's values and the seeder's ``form`` they stand for
+FORM_VALUES = {"auto": "auto", "on": True, "off": False}
 FormShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the form profile (--form).",
     rich_help_panel=ADVANCED)]
@@ -253,7 +256,7 @@ SEEDER_OPTIONS = {
     "bandwidth": Bandwidth, "sampling": Sampling, "mixture": Mixture, "form": Form,
     "form_share": FormShare, "epsilon_form": EpsForm, "max_labels_per_doc": MaxLabelsPerDoc,
     "label_set_model": LabelSetModel}
-_FORM = ("form", "form_share", "epsilon_form")  # passed on only with --form
+_FORM = ("form", "form_share", "epsilon_form")  # the last two: not with --form off
 _MULTILABEL = ("max_labels_per_doc", "label_set_model")  # passed on only with --label-sep
 _FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
 
@@ -279,13 +282,24 @@ def seeder_options(command):
 
 
 
+def form_option(value) -> bool | str:
+    """The seeder's ``form`` of a --form value (auto, on, off)."""
+    if value not in FORM_VALUES:
+        raise typer.BadParameter(f"--form must be one of {', '.join(FORM_VALUES)}; got "
+                                 f"{value!r}")
+    return FORM_VALUES[value]
+
+
 def seeder_kwargs(kps: dict, multilabel: bool = False) -> dict:
     """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``, by
-    field name (the three ε as given: the seeder resolves the budget's form;
-    ``_MULTILABEL`` only for a multi-label corpus: the options as before them)."""
-    return {_FIELD.get(k, k): v for k, v in kps.items()
-            if (kps["form"] or k not in _FORM)  # without --form: the options as before it
+    field name (the three ε as given: the seeder resolves the budget's form; --form as
+    ``form_option`` reads it; ``_MULTILABEL`` only for a multi-label corpus: the options
+    as before them)."""
+    form = form_option(kps["form"])
+    rest = {_FIELD.get(k, k): v for k, v in kps.items()
+            if (form is not False or k not in _FORM[1:])  # --form off: no form options
             and (multilabel or k not in _MULTILABEL)}
+    return {**rest, "form": form}
 
 
 def in_panel(alias, panel: str):

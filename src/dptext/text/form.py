@@ -129,11 +129,21 @@ def form_values(text: str) -> dict[str, str]:
     }
 
 
+_VALUE_INDEX = [{v: i for i, v in enumerate(vals)} for vals in FORM_BLOCKS.values()]
+
+
+@lru_cache(maxsize=2**16)
+def _value_indices(text: str) -> tuple[int, ...]:
+    """Per block, the index of ``text``'s value. Cached: a fit reads the same documents
+    again (the profile, then the selection's validation documents; an audit's thousands
+    of fits of one corpus), and only the process holds the cache."""
+    values = form_values(text)
+    return tuple(idx[values[b]] for idx, b in zip(_VALUE_INDEX, FORM_BLOCKS, strict=True))
+
+
 def form_indices(texts) -> np.ndarray:
     """(documents, blocks) column of each document's value in the form vector."""
-    index = [{v: i for i, v in enumerate(vals)} for vals in FORM_BLOCKS.values()]
-    rows = [[idx[values[b]] for idx, b in zip(index, FORM_BLOCKS, strict=True)]
-            for values in map(form_values, texts)]
+    rows = [_value_indices(t) for t in texts]
     return np.asarray(rows, dtype=np.int64).reshape(-1, len(FORM_BLOCKS)) + OFFSETS
 
 

@@ -3,7 +3,8 @@
 With a total ``epsilon`` every stage is inside one ``split_budget`` (``privacy/split.py``)
 and the ledger composes to that ε: the label histogram takes ``epsilon_labels`` of it,
 the label set ``label_set_share``, S's choice ``terms_share``, a shared selection
-``selection_share``, the form profile (``form=True``) ``form_share``, and the vocabulary
+``selection_share``, the form profile (``form=True``, or "auto" with a selection)
+``form_share``, and the vocabulary
 and the sketches share the rest by ``vocab_share``. Per stage (the paper's interface):
 each stage its own ε (the label set ``epsilon_label_set``, the form profile
 ``epsilon_form``), the run's δ split evenly over the Gaussian stages (half of it
@@ -29,15 +30,15 @@ def label_stages(options, labelled: bool, multilabel: bool = False) -> tuple[boo
 
 
 def noise_specs(options, labelled: bool = True, single: bool = False,
-                shared_selection: bool = False, multilabel: bool = False
-                ) -> dict[str, NoiseSpec]:
+                shared_selection: bool = False, multilabel: bool = False,
+                form: bool = False) -> dict[str, NoiseSpec]:
     """The noise of each stage: "vocab" and "kde", or with ``single`` one "histogram" in
     their place (it takes the share of both, or per stage the ε the two would compose
     to); "label set" / "labels" as ``label_stages`` says; "terms" when S is chosen
     privately (``terms_per_doc="auto"`` with a total ε; per stage S is
     ``PER_STAGE_TERMS_PER_DOC``, no release); "selection" for a shared private selection
     of a labelled corpus (``shared_selection``); "form" (Gaussian) for the form profile
-    (``form``)."""
+    (``form``: ``options.form_planned``)."""
     o = options
     label_set, histogram = label_stages(o, labelled, multilabel)
     kinds = {"histogram": o.vocab_noise} if single else \
@@ -49,7 +50,7 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
         kinds["terms"] = "laplace"  # report-noisy-max: pure ε
     if labelled and shared_selection:
         kinds["selection"] = "laplace"  # report-noisy-max: pure ε
-    if o.form:
+    if form:
         kinds["form"] = "gaussian"  # L2 sensitivity √blocks (kps/form.py)
     if o.epsilon is not None:
         fixed = {"terms": o.terms_share} if "terms" in kinds else {}
@@ -60,7 +61,7 @@ def noise_specs(options, labelled: bool = True, single: bool = False,
             kinds["labels"] = "laplace"
         if label_set:
             fixed[LABEL_SET] = o.label_set_share
-        if o.form:
+        if form:
             fixed["form"] = o.form_share
         rest = 1.0 - sum(fixed.values())
         if not rest > 0:

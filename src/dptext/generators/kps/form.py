@@ -17,7 +17,14 @@ import numpy as np
 
 from dptext.compute import map_sum
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
-from dptext.text.form import FORM_BLOCKS, OFFSETS, FormCounts, form_instruction, form_norm_bound
+from dptext.text.form import (
+    FORM_BLOCKS,
+    FORM_DIMENSION,
+    OFFSETS,
+    FormCounts,
+    form_instruction,
+    form_norm_bound,
+)
 
 FORM_NAME = "form profile"
 FORM_GROUP = "form"
@@ -56,13 +63,24 @@ class FormProfile:
             out.append(kept / kept.sum())
         return out
 
+    def drawn_indices(self, label, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+        """Per block, ``n`` value indices drawn from its distribution (independently)."""
+        return [rng.choice(len(p), size=n, p=p) for p in self.distributions(label)]
+
     def draw(self, label, n: int, rng: np.random.Generator) -> list[str]:
         """``n`` forms of class ``label``, each block drawn independently, in plain words."""
-        drawn = [np.asarray(values, dtype=object)[rng.choice(len(values), size=n, p=p)]
-                 for values, p in zip(FORM_BLOCKS.values(), self.distributions(label),
-                                      strict=True)]
+        drawn = [np.asarray(values, dtype=object)[idx] for values, idx in
+                 zip(FORM_BLOCKS.values(), self.drawn_indices(label, n, rng), strict=True)]
         return [form_instruction(dict(zip(FORM_BLOCKS, column, strict=True)))
                 for column in zip(*drawn, strict=True)] if n > 0 else []
+
+    def draw_vectors(self, label, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` forms of class ``label`` as one-hot-per-block vectors, (n,
+        ``FORM_DIMENSION``): the space of ``text.form.form_vectors``."""
+        cols = np.column_stack(self.drawn_indices(label, n, rng)).reshape(n, -1) + OFFSETS
+        out = np.zeros((n, FORM_DIMENSION))
+        np.put_along_axis(out, cols, 1.0, axis=1)
+        return out
 
     def to_dict(self) -> dict:
         return {"blocks": {b: list(v) for b, v in FORM_BLOCKS.items()},

@@ -46,6 +46,9 @@ def budget_form(epsilon: float | None, epsilon_vocab: float | None = None,
     return {k: PER_STAGE_EPSILONS[k] if v is None else v for k, v in stages.items()}
 
 
+FORM_CHOICES = (True, False, "auto")
+
+
 @dataclass
 class SeederOptions:
     """The public parameters of DP-KPS (all of them may be shown and stored). The budget
@@ -95,8 +98,9 @@ class SeederOptions:
     histogram_terms: int = 5000  # most kept histogram columns in Ṽ
     selection_sequences: int = 200  # sequences per class per candidate, to score it
     # the form profile (kps/form.py): per class, the noisy sum of the documents' public
-    # form features, and a form drawn with each sequence. Opt-in until benchmarked
-    form: bool = False
+    # form features, and a form drawn with each sequence. auto: released when a private
+    # selection runs, which then also chooses whether the sequences carry a form
+    form: bool | str = "auto"
     form_share: float = 0.1  # of a total epsilon, for the form profile
     epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
     # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
@@ -137,8 +141,9 @@ class SeederOptions:
             raise ValueError(f"epsilon_labels must be >= 0, got {self.epsilon_labels!r}")
         positive("epsilon_label_set", self.epsilon_label_set)
         positive("epsilon_form", self.epsilon_form)
-        if not isinstance(self.form, bool):
-            raise ValueError(f"form must be True or False, got {self.form!r}")
+        if not any(self.form is c or (isinstance(c, str) and self.form == c)
+                   for c in FORM_CHOICES):
+            raise ValueError(f"form must be True, False or 'auto', got {self.form!r}")
         if not (number(self.form_share) and 0 < self.form_share < 1):
             raise ValueError(f"form_share must be in (0, 1), got {self.form_share!r}")
         if not (number(self.label_set_share) and 0 < self.label_set_share < 1):
@@ -209,9 +214,15 @@ class SeederOptions:
         if self.model in ("histogram", "smoothed", "hybrid") and self.method != "independent":
             raise ValueError(f"model={self.model!r} samples independently; method="
                              f"'iterative' needs model='kde' (or 'auto')")
-        if ("gaussian" in (self.vocab_noise, self.kde_noise) or self.form) and not (
+        if ("gaussian" in (self.vocab_noise, self.kde_noise)
+                or self.form_planned(self.select == "auto")) and not (
                 number(self.delta) and 0 < self.delta < 1):
             raise ValueError(f"Gaussian noise needs 0 < delta < 1, got {self.delta!r}")
+
+    def form_planned(self, selects: bool) -> bool:
+        """Whether a fit releases the form profile: with ``form=True``, or with "auto" when
+        a private selection is planned (``selects``) to decide whether it is used."""
+        return self.form is True or (self.form == "auto" and selects)
 
     def given_terms_per_doc(self) -> int:
         """S when none is chosen privately: as given; with "auto" under per-stage budgets

@@ -7,7 +7,9 @@ Each stage (``stages.py``) states the releases it will make and makes them, so
 without selection: the DP vocabulary, then the sketches over it) is one list
 (``PAPER``); the keyphrase models' (the class × term histogram, optionally the sketches,
 then a private choice among the candidate models) another (``MODELS_PATH``). Both end
-with the form profile when ``form`` is on (``stages.FormProfileStage``).
+with the form profile when ``form`` is True (``stages.FormProfileStage``); with
+``form="auto"`` the models' path releases it just before the private selection, which
+then also chooses whether the sequences carry a form.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ PAPER = (stages.LabelSet(), stages.TermsPerDocument(), stages.Vocabulary(),
 MODELS_PATH = (stages.LabelSet(), stages.TermsPerDocument(), stages.SelectionFolds(),
                stages.ClassTermHistogram(), stages.LabelCounts(),
                stages.Embedding(always=False), stages.KdeSketches(always=False),
-               stages.ModelSelection(), stages.FormProfileStage())
+               stages.FormProfileStage(auto=True), stages.ModelSelection(),
+               stages.FormProfileStage())
 
 
 def model_family(options) -> tuple[str, bool, tuple[str, ...]]:
@@ -98,9 +101,9 @@ def check_multilabel(options, paper: bool, needs) -> None:
         raise ValueError("a multi-label corpus (--label-sep) works with DP-KPS's histogram "
                          "models only: use --model auto, histogram or smoothed, and "
                          "independent sampling (the KDE sketches are single-label)")
-    if options.form:
-        raise ValueError("the form profile (--form) is single-label; leave it off for a "
-                         "multi-label corpus (--label-sep)")
+    if options.form is True:
+        raise ValueError("the form profile (--form on) is single-label; leave it auto or "
+                         "off for a multi-label corpus (--label-sep), where auto plans none")
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class Plan:
     selection_epsilon: float
     vocab: Any
     multilabel: bool = False  # a multi-label corpus (kps/multilabel.py)
-
+    form: str | None = None  # the form profile: "given" (form=True), "auto" or None
     def planned_releases(self) -> list[Release]:
         return [r for stage in self.stages for r in stage.planned(self)]
 
@@ -149,7 +152,12 @@ def resolve(options, labelled: bool = True, multilabel: bool = False) -> Plan:
     split = o.selection_split if o.selection_split != "auto" else (
         "shared" if o.epsilon is not None else "holdout")
     shared_selection = selects and split == "shared"
-    specs = noise_specs(o, labelled, single, shared_selection, multilabel)
+    # auto: the form profile only where a selection on labelled documents will choose
+    # (single-label ones: check_multilabel)
+    form = "given" if o.form is True else "auto" if o.form_planned(
+        selects and labelled and not multilabel) else None
+    specs = noise_specs(o, labelled, single, shared_selection, multilabel,
+                        form is not None)
     model_specs = {"histogram": specs["vocab"], "kde": specs["kde"]} if "kde" in needs \
         else {"histogram": specs["histogram"]}
     shared = labelled and shared_selection
@@ -165,6 +173,6 @@ def resolve(options, labelled: bool = True, multilabel: bool = False) -> Plan:
                 model_specs=model_specs, selects=selects, shared=shared,
                 fold=FIT_FOLD if selects and not shared else None,
                 selection_epsilon=selection_epsilon, vocab=vocab_spec(o),
-                multilabel=multilabel)
+                multilabel=multilabel, form=form)
     return replace(plan, stages=tuple(s for s in (PAPER if paper else MODELS_PATH)
                                       if s.applies(plan)))

@@ -85,11 +85,17 @@ def summary_lines(seeder) -> list[str]:
         lines.append(f"terms per document: S = {seeder.terms_per_doc_}, chosen privately "
                      f"from the documents' counts of public terms (ε = {eps:.3g})")
     eps = next((r.epsilon for r in seeder.ledger_.releases if r.name == FORM_NAME), None)
-    if eps is not None:
-        lines.append(f"form profile: per class, {len(FORM_BLOCKS)} public form features "
-                     f"released (ε = {eps:.3g}, parallel over classes); a form drawn from "
-                     "it is stated in each sequence's prompt")
     sel = seeder.selection_
+    if eps is not None:
+        chosen = (sel or {}).get("form")
+        if seeder.form_profile_ is not None:
+            use = ("the private selection chose to use it: " if chosen else "") + \
+                "a form drawn from it is stated in each sequence's prompt"
+        else:
+            use = ("the private selection chose not to use it" if chosen is False else
+                   "no private selection ran to choose it") + ": the prompts state no form"
+        lines.append(f"form profile: per class, {len(FORM_BLOCKS)} public form features "
+                     f"released (ε = {eps:.3g}, parallel over classes); {use}")
     if not sel or sel["chosen"] is None:
         return lines
     if sel["selected"]:
@@ -101,7 +107,9 @@ def summary_lines(seeder) -> list[str]:
                   f"documents (ε = {eps:.3g}, parallel to the releases on the other "
                   "documents)")
         lines.append(f"keyphrase model: {sel['chosen']}, chosen privately among "
-                     f"{len(sel['candidates'])} candidates {where}; another candidate "
+                     f"{len(sel['candidates'])} candidates"
+                     + (", each with and without a form," if "form" in sel else "")
+                     + f" {where}; another candidate "
                      f"than {sel['candidates'][0]} had to get right "
                      f"{sel.get('margin', 0.0):.0%} of the documents that one got wrong")
     else:

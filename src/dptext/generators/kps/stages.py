@@ -46,6 +46,7 @@ from dptext.keyphrases.terms_per_doc import TERMS_CHOICE_NAME, TermCountScores, 
 from dptext.privacy import NoiseSpec, PrivacyLedger, Release
 from dptext.privacy.labels import LABEL_SET, planned_value_set, release_label_set
 from dptext.privacy.selection import FIT_FOLD, VALIDATION_FOLD, fold_of
+from dptext.text.form import form_vectors
 
 SMOOTHING_NEIGHBOURS = 10  # released terms each kept count is spread over (smoothed model)
 
@@ -72,6 +73,7 @@ class Fitting:
     validation_terms: list | None = None  # their terms, as indices into Ṽ
     sequences_of: DocumentTerms | None = None  # a document's keyphrases in Ṽ (the sketches')
     kde: KdeModel | None = None
+    form_profile: Any = None  # the released form profile (kps.form.FormProfile), if any
     done: bool = False  # no class to model: the later stages have nothing to do
     # multi-label (kps/multilabel.py): ``corpus`` holds one row per (document, label),
     # ``documents`` the documents, ``rows`` the most rows a document has
@@ -323,31 +325,47 @@ class ModelSelection(Stage):
         cands = candidate_models(o, f.plan.candidates, hist, f.kde, o.embeddings_)
         o.model_ = cands[0]
         o.class_signal_ = []  # the KDE's estimate; released_signal() tells the histogram's
+        chosen = 0  # with form="auto", cands + the same with a form: index len(cands) + i
         if f.selecting:
             f.step("private model selection")
             x = presence_matrix(f.validation_terms, len(hist.terms))
+            val_forms = form_vectors([f.corpus.texts[i] for i in f.validation]) \
+                if f.form_profile is not None else None
             chosen = select_model(cands, f.labels, x, f.class_ids[f.validation],
                                   term_embeddings=o.embeddings_,
                                   epsilon=f.plan.selection_epsilon, ledger=f.ledger,
                                   per_class=o.selection_sequences, length=o.length,
                                   rng=f.rng, margin=o.selection_margin,
-                                  fold=None if f.shared else VALIDATION_FOLD, rows=f.rows)
-            o.model_ = cands[chosen]
+                                  fold=None if f.shared else VALIDATION_FOLD, rows=f.rows,
+                                  form_profile=f.form_profile, validation_forms=val_forms)
+            o.model_ = cands[chosen % len(cands)]
+        with_form = chosen >= len(cands)
+        if with_form:
+            o.form_profile_ = f.form_profile
         o.selection_ = {"candidates": [describe(m) for m in cands],
                         "chosen": describe(o.model_), "selected": f.selecting,
                         "validation_share": f.share if f.selecting else 0.0,
                         "margin": o.selection_margin if f.selecting else 0.0,
                         "split": ("shared" if f.shared else "holdout") if f.selecting
-                        else None}
+                        else None,
+                        **({"form": with_form} if f.selecting and f.form_profile is not None
+                           else {})}
 
 
 class FormProfileStage(Stage):
     """Per class, the noisy sum of the documents' public form features (``kps/form.py``),
-    on every document of a released class (the last release: the others are as without
-    it)."""
+    on every document of a released class. With ``form=True`` the last release (the
+    others are as without it) and every sequence carries a form; with ``form="auto"``
+    (``auto``) released just before the private selection, which chooses whether the
+    sequences use it (``ModelSelection``). Released as planned even when the selection
+    finds one class and makes none (then unused): a planned Gaussian release left out
+    would leave its δ unspent, and the ledger's ε at the smaller δ above the run's."""
+
+    def __init__(self, auto: bool = False):
+        self.auto = auto
 
     def applies(self, plan) -> bool:
-        return "form" in plan.specs
+        return plan.form == ("auto" if self.auto else "given")
 
     def planned(self, plan) -> list[Release]:
         return [planned_release(FORM_NAME, plan.specs["form"], FORM_GROUP)]
@@ -355,8 +373,10 @@ class FormProfileStage(Stage):
     def run(self, f: Fitting) -> None:
         f.step("DP form profile")
         items = zip(f.corpus.texts, class_ids(f.corpus, f.labels).tolist(), strict=True)
-        f.seeder.form_profile_ = release_form_profile(items, f.labels, f.plan.specs["form"],
-                                                      f.ledger)
+        f.form_profile = release_form_profile(items, f.labels, f.plan.specs["form"],
+                                              f.ledger)
+        if not self.auto:
+            f.seeder.form_profile_ = f.form_profile
 
 
 def candidate_models(o, candidates, hist, kde: KdeModel | None,
