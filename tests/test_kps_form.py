@@ -118,7 +118,8 @@ def test_the_profile_draws_forms_in_proportion_above_the_noise_floor():
 def test_the_plan_adds_one_form_release_with_form_or_auto_with_a_selection():
     """form=False: the releases of the plan before the form profile existed; True: one
     more, last; "auto" (the default): one more, before the private selection, only where
-    one runs (not on the paper's path, nor on an unlabelled corpus)."""
+    one runs under a total ε (not on the paper's path, nor on an unlabelled corpus, nor
+    under per-stage budgets, where each stage is exactly the ε it is given)."""
     for kw in ({}, {"model": "kde", "select": "none"}, {"labels": None},
                {"epsilon": None, "epsilon_vocab": 1.0, "epsilon_kde": 2.0}):
         plain = _seeder(**kw, form=False).planned_releases()
@@ -127,7 +128,7 @@ def test_the_plan_adds_one_form_release_with_form_or_auto_with_a_selection():
         assert [r.name for r in with_form] == [r.name for r in plain] + [FORM_NAME]
         assert with_form[-1].parallel_group == FORM_GROUP
         auto = _seeder(**kw).planned_releases()
-        if kw.get("select") == "none":
+        if kw.get("select") == "none" or kw.get("epsilon_vocab"):
             assert auto == plain
             continue
         names = [r.name for r in plain]

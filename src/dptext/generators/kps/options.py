@@ -221,8 +221,12 @@ class SeederOptions:
 
     def form_planned(self, selects: bool) -> bool:
         """Whether a fit releases the form profile: with ``form=True``, or with "auto" when
-        a private selection is planned (``selects``) to decide whether it is used."""
-        return self.form is True or (self.form == "auto" and selects)
+        a private selection is planned (``selects``) to decide whether it is used and the
+        budget is one total ε (its ``form_share``). Per-stage budgets (the paper's
+        interface: each stage exactly the ε it is given) add no stage that was not asked
+        for: there "auto" plans none."""
+        return self.form is True or (self.form == "auto" and selects
+                                     and self.epsilon is not None)
 
     def given_terms_per_doc(self) -> int:
         """S when none is chosen privately: as given; with "auto" under per-stage budgets
