@@ -100,15 +100,16 @@ def test_the_profile_draws_forms_in_proportion_above_the_noise_floor():
     block = {b: np.zeros(len(v)) for b, v in FORM_BLOCKS.items()}
     block["length"][1] = 60.0  # 8-14 words
     block["length"][2] = 40.0  # 15-24 words
-    block["link"][1] = 100.0  # bbc.in
-    block["link"][5] = 3.0  # below the floor of 2σ = 4: read as noise
+    links = FORM_BLOCKS["link"]
+    block["link"][links.index("bbc.in")] = 100.0
+    block["link"][links.index("cnn.it")] = 3.0  # below the floor of 2σ = 4: read as noise
     block["tone"][:] = -1.0  # all non-positive: the largest noisy sum takes all
     block["tone"][3] = -0.5
     for flag in list(FORM_BLOCKS)[3:]:
         block[flag][0] = 100.0
     row = np.concatenate(list(block.values()))
     profile = FormProfile({"a": row}, noise_scale=2.0)
-    forms = profile.draw("a", 2000, np.random.default_rng(0))
+    forms = [form_instruction(v) for v in profile.draw("a", 2000, np.random.default_rng(0))]
     assert all(f.endswith("it ends with a bbc.in link; a positive tone.") for f in forms)
     share = sum("about 11 words" in f for f in forms) / len(forms)
     assert 0.55 < share < 0.65  # 60 : 40
@@ -232,8 +233,11 @@ def test_generate_with_form_end_to_end(tmp_path):
     run = tmp_path / "synthetic.jsonl.run"
     state = json.loads((run / "state.json").read_text())
     seqs = state["fit"]["sequences"] if "fit" in state else state["sequences"]
-    assert all(s["form"].startswith("Its form:") for s in seqs)
-    links = {s["label"]: s["form"] for s in seqs}
-    assert "bbc.in link" in links["fruit"] and "cnn.it link" in links["sport"]
+    assert {s["label"]: s["form"]["link"] for s in seqs} == {"fruit": "bbc.in",
+                                                             "sport": "cnn.it"}
+    # the documents follow the drawn link (text.form_realise), whatever the LLM wrote
+    docs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all(d["text"].split()[-1].startswith(
+        "http://" + ("bbc.in" if d["label"] == "fruit" else "cnn.it") + "/") for d in docs)
     journal = [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
     assert all("Its form:" in json.dumps(j["prompt"]) for j in journal)

@@ -24,10 +24,17 @@ from importlib import resources
 import numpy as np
 import regex
 
-#: URL domains the link block names (link shorteners and news sites' own), public and fixed
-LINK_DOMAINS = ("bbc.in", "cnn.it", "nyti.ms", "nbcnews.to", "reut.rs", "wapo.st", "fxn.ws",
-                "cbsn.ws", "abcn.ws", "usat.ly", "latimes.com", "npr.org", "bit.ly", "ow.ly",
-                "goo.gl", "tinyurl.com", "t.co", "youtu.be")
+#: URL domains the link block names, public and fixed: general link shorteners, image and
+#: video hosts, and news outlets' own shorteners and sites (an outlet's tweets end in its
+#: own, so a class's link is often its form's strongest mark)
+LINK_DOMAINS = ("bit.ly", "ow.ly", "goo.gl", "tinyurl.com", "t.co", "trib.al", "wp.me",
+                "buff.ly", "dlvr.it", "youtu.be", "pbs.twimg.com", "bbc.in", "bbc.co.uk",
+                "cnn.it", "at.cnn.com", "cnn.com", "nyti.ms", "nytimes.com", "nbcnews.to",
+                "on.today.com", "reut.rs", "reuters.com", "wapo.st", "washingtonpost.com",
+                "fxn.ws", "foxnews.com", "cbsn.ws", "abcn.ws", "usat.ly", "lat.ms", "lati.ms",
+                "latimes.com", "n.pr", "npr.org", "on.wsj.com", "wsj.com", "blogs.wsj.com",
+                "on-msn.com", "khne.ws", "t.usnews.com", "cbc.ca", "gu.com",
+                "theguardian.com", "apne.ws", "huff.to", "ti.me", "econ.st", "ind.pn")
 #: word-count bucket edges: bucket i holds counts in [edges[i], edges[i+1]); the last, more
 LENGTH_EDGES = (0, 8, 15, 25, 40, 70, 120, 200, 350, 600)
 #: mean VADER valence (−4 … 4) of a document's lexicon words: bucket upper edges
@@ -58,9 +65,9 @@ FORM_BLOCKS: dict[str, tuple[str, ...]] = {
 OFFSETS = np.cumsum([0, *(len(v) for v in FORM_BLOCKS.values())])[:-1]
 FORM_DIMENSION = sum(len(v) for v in FORM_BLOCKS.values())
 
-_WORD = regex.compile(r"[\p{L}\p{N}][\p{L}\p{N}'’\-]*")
-_URL = regex.compile(r"(?i)\b(?:https?://|www\.)([^\s/?#]+)[^\s]*|"
-                     r"\b((?:[a-z0-9-]+\.)+(?:in|it|ms|to|ws|ly|gl|co|be|com|org))/[^\s]*")
+WORD_PATTERN = regex.compile(r"[\p{L}\p{N}][\p{L}\p{N}'’\-]*")
+URL_PATTERN = regex.compile(r"(?i)\b(?:https?://|www\.)([^\s/?#]+)[^\s]*|"
+                     r"\b((?:[a-z0-9-]+\.)+(?:in|it|ms|to|ws|ly|gl|co|be|me|pr|al|st|pn|ca|uk|com|org|net))/[^\s]*")
 _LIST_LINE = regex.compile(r"(?m)^\s*(?:[-*•·]|\d{1,2}[.)])\s+\S")
 _QUOTE = regex.compile(r"[\"“][^\"“”\n]{3,}[\"”]|(?m)^\s*>")
 _CAPS = regex.compile(r"\b\p{Lu}{4,}\b")
@@ -96,9 +103,9 @@ def _domain(url_match: regex.Match) -> str:
 def form_values(text: str) -> dict[str, str]:
     """The value of every block of ``FORM_BLOCKS`` for one document (one regex pass each)."""
     stripped = text.strip()
-    urls = list(_URL.finditer(stripped))
-    plain = _URL.sub(" ", stripped)
-    words = _WORD.findall(plain)
+    urls = list(URL_PATTERN.finditer(stripped))
+    plain = URL_PATTERN.sub(" ", stripped)
+    words = WORD_PATTERN.findall(plain)
     lines = [ln for ln in stripped.splitlines() if ln.strip()]
     lexicon = tone_lexicon()
     valences = [lexicon[w] for w in (x.lower() for x in words) if w in lexicon]
@@ -106,7 +113,7 @@ def form_values(text: str) -> dict[str, str]:
     capitalised = [w for w in words if len(w) > 3]
     first = lines[0].strip() if lines else ""
     flags = {
-        "title line": len(lines) > 1 and len(_WORD.findall(first)) <= 12
+        "title line": len(lines) > 1 and len(WORD_PATTERN.findall(first)) <= 12
         and first[-1:] not in ".!?,;:",
         "paragraphs": len([p for p in regex.split(r"\n\s*\n", stripped) if p.strip()]) > 1,
         "list": len(_LIST_LINE.findall(stripped)) >= 2,

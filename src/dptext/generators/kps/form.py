@@ -11,7 +11,7 @@ and normalised, is a distribution over that block's values (post-processing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,9 +22,9 @@ from dptext.text.form import (
     FORM_DIMENSION,
     OFFSETS,
     FormCounts,
-    form_instruction,
     form_norm_bound,
 )
+from dptext.text.form_realise import realise_form
 
 FORM_NAME = "form profile"
 FORM_GROUP = "form"
@@ -67,11 +67,12 @@ class FormProfile:
         """Per block, ``n`` value indices drawn from its distribution (independently)."""
         return [rng.choice(len(p), size=n, p=p) for p in self.distributions(label)]
 
-    def draw(self, label, n: int, rng: np.random.Generator) -> list[str]:
-        """``n`` forms of class ``label``, each block drawn independently, in plain words."""
+    def draw(self, label, n: int, rng: np.random.Generator) -> list[dict[str, str]]:
+        """``n`` forms of class ``label``, each block's value drawn independently: block
+        name → value (``text.form.form_instruction`` says one in plain words)."""
         drawn = [np.asarray(values, dtype=object)[idx] for values, idx in
                  zip(FORM_BLOCKS.values(), self.drawn_indices(label, n, rng), strict=True)]
-        return [form_instruction(dict(zip(FORM_BLOCKS, column, strict=True)))
+        return [dict(zip(FORM_BLOCKS, column, strict=True))
                 for column in zip(*drawn, strict=True)] if n > 0 else []
 
     def draw_vectors(self, label, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -99,3 +100,14 @@ def release_form_profile(items, labels: list, noise: NoiseSpec, ledger: PrivacyL
                            partition=f"class={label}", parallel_group=FORM_GROUP, fold=fold)
             for k, label in enumerate(labels)}
     return FormProfile(sums, ledger.releases[-1].noise_scale if sums else 0.0)
+
+
+def follow_forms(documents: list, sequences: list, seed: int) -> list:
+    """Each LLM document (``llm.documents.SyntheticDocument``) with the mechanical parts
+    of its sequence's drawn form applied (``text.form_realise``): post-processing of
+    released forms and of text written from released prompts; ``seed`` (public) draws
+    the links' paths, one generator per document so a resumed run writes the same."""
+    return [doc if seq.form_values is None else
+            replace(doc, text=realise_form(doc.text, seq.form_values, seq.keyphrases,
+                                           np.random.default_rng([seed, i])))
+            for i, (doc, seq) in enumerate(zip(documents, sequences, strict=True))]

@@ -21,6 +21,7 @@ from dptext.generators.base import (
     check_declared_labels,
     check_resources,
 )
+from dptext.generators.kps.form import follow_forms
 from dptext.generators.kps.options import PER_STAGE_EPSILONS, budget_form
 from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
@@ -34,7 +35,9 @@ FEW_SHOT_NOTE = ("Few-shot examples are public documents supplied by the data re
 LLM_NOTE = ("The LLM sees only the document type, the DP keyphrase sequences and public "
             "few-shot examples: the documents are post-processing of the DP release.")
 FORM_NOTE = ("Each prompt also states a form (length, shape, links, tone) drawn from its "
-             "class's DP form profile (the 'form profile' release): post-processing too.")
+             "class's DP form profile (the 'form profile' release), and each document is "
+             "made to follow the form's mechanical parts (cut to the drawn length, the drawn "
+             "link domain at its end, a hashtag): post-processing too.")
 
 
 def seeder_parameters(seeder: KeyphraseSeeder, labelled: bool = True,
@@ -198,6 +201,8 @@ class KPSGenerator(BaseGenerator):
         ctx.say(f"writing {len(seqs)} documents with {ctx.llm.identity}")
         docs = generate_documents(seqs, ctx.llm, builder, opts, ctx.journal, ctx.cache,
                                   ctx.stats)
+        if any(s.form_values for s in seqs):
+            docs = follow_forms(docs, seqs, ctx.llm_seed)
         covered = sum(d.coverage for d in docs) / max(len(docs), 1)
         stats = ctx.stats
         params = {**state["parameters"], "llm": ctx.llm.identity,

@@ -9,28 +9,34 @@ from typing import Any
 import numpy as np
 
 from dptext.kde.sampler import SamplingStats
+from dptext.text.form import form_instruction
 
 
 @dataclass(frozen=True)
 class KeyphraseSequence:
     """One DP keyphrase sequence and the class it was drawn for (a tuple: the label set
-    of a multi-label one); ``form``: the form drawn with it from the class's released
-    form profile, in plain words (None: no profile)."""
+    of a multi-label one); ``form_values``: the form drawn with it from the class's
+    released form profile, a value per block (None: no profile); ``form``: the same in
+    plain words, for the prompt."""
 
     label: str | tuple[str, ...] | None
     keyphrases: tuple[str, ...]
-    form: str | None = None
+    form_values: dict[str, str] | None = None
+
+    @property
+    def form(self) -> str | None:
+        return None if self.form_values is None else form_instruction(self.form_values)
 
     def to_dict(self) -> dict[str, Any]:
         label = list(self.label) if isinstance(self.label, tuple) else self.label
         return {"label": label, "keyphrases": list(self.keyphrases),
-                **({} if self.form is None else {"form": self.form})}
+                **({} if self.form_values is None else {"form": self.form_values})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KeyphraseSequence:
         label = d.get("label")
         return cls(label=tuple(label) if isinstance(label, list) else label,
-                   keyphrases=tuple(d["keyphrases"]), form=d.get("form"))
+                   keyphrases=tuple(d["keyphrases"]), form_values=d.get("form"))
 
 
 def class_sizes(labels: list, counts: dict | None, n_per_class: int | None = None,
@@ -73,9 +79,9 @@ def with_forms(sequences: list[KeyphraseSequence], profile,
     """Each sequence with a form drawn from its class's released ``profile``
     (``kps.form.FormProfile``): post-processing, with the public ``rng``."""
     labels = [s.label for s in sequences]
-    forms: list[str | None] = [None] * len(sequences)
+    forms: list[dict | None] = [None] * len(sequences)
     for label in dict.fromkeys(labels):
         where = [i for i, x in enumerate(labels) if x == label]
         for i, form in zip(where, profile.draw(label, len(where), rng), strict=True):
             forms[i] = form
-    return [replace(s, form=f) for s, f in zip(sequences, forms, strict=True)]
+    return [replace(s, form_values=f) for s, f in zip(sequences, forms, strict=True)]
