@@ -1,5 +1,6 @@
-"""One default budget: ``dptext generate`` and ``dptext keyphrases`` without ``--epsilon``
-and ``dptext.synthesize`` without ``epsilon`` plan the same run, one total ε
+"""One default budget: ``dptext generate``, ``dptext keyphrases`` and the methods' own
+commands (``augpe``, ``pate``, ``dpft``) without ``--epsilon`` and ``dptext.synthesize``
+without ``epsilon`` plan the same run, one total ε
 (``DEFAULT_EPSILON``) split by the plan; per-stage ε only when a per-stage option asks for
 it (``generators.kps.options.budget_form``). Nothing is read or run: the generators the
 commands build are captured before the engine starts."""
@@ -119,3 +120,28 @@ def test_the_other_methods_default_to_the_same_total(monkeypatch):
     res = CliRunner().invoke(app, ["generate", "--input", "notes.csv", "--out", "o.jsonl",
                                    "--method", "pate", "--epsilon-kde", "5"])
     assert res.exit_code == 2 and "per-stage" in res.output
+
+
+def _own_command_generator(monkeypatch, command: str, *options: str):
+    """The generator ``dptext COMMAND`` (augpe, pate, dpft) builds with ``options``."""
+    captured = {}
+
+    def run_generator(method, opts, source, out, **run):
+        captured["generator"] = make_generator(method, **opts)
+
+    monkeypatch.setattr("dptext.cli.options.run_generator", run_generator)
+    res = CliRunner().invoke(app, [command, "--input", "notes.csv", "--label-column", "label",
+                                   "--out", "out.jsonl", *options])
+    assert res.exit_code == 0, res.output
+    return captured["generator"]
+
+
+@pytest.mark.parametrize("command", ["augpe", "pate", "dpft"])
+def test_each_method_command_defaults_to_the_same_total(monkeypatch, command):
+    own = _own_command_generator(monkeypatch, command)
+    via_generate = _cli_generator(monkeypatch, "--method", command)
+    assert own.name == command
+    assert own.epsilon == via_generate.epsilon == DEFAULT_EPSILON
+    assert _plan(own.plan(CorpusInfo(labelled=True))) == _plan(
+        via_generate.plan(CorpusInfo(labelled=True)))
+    assert _own_command_generator(monkeypatch, command, "--epsilon", "2.5").epsilon == 2.5

@@ -372,6 +372,46 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
     assert len(out.read_text().splitlines()) == 5
 
 
+def test_the_run_ledger_records_each_dpft_release_through_its_cap(tiny, tmp_path):
+    """Through the run engine, dpft records every release in the run's ledger as it is made:
+    that ledger then holds the releases dpft saved with its model (names, noise scales); a
+    run ledger capped below what dpft spends refuses it (fresh or resumed) instead of ending
+    above its cap; a fit saved by an earlier attempt joins a reloaded, empty run ledger."""
+    import json
+    from dataclasses import asdict
+
+    from dptext.generators.base import RunContext
+    from dptext.generators.dpft import DPFTConfig
+    from dptext.generators.dpft.run import DPFTGenerator
+    from dptext.privacy.ledger import BudgetExceededError
+
+    gen = DPFTGenerator(epsilon=8.0, labels=DECLARED["label"], base=tiny(),
+                        config=DPFTConfig(epochs=0.3, batch_size=8, max_length=16))
+
+    def context(folder: str, cap: float) -> RunContext:
+        return RunContext(dir=tmp_path / folder, ledger=PrivacyLedger(epsilon_cap=cap),
+                          save_ledger=lambda: None, progress=False)
+
+    ctx = context("a", 8.0)
+    gen.fit(_corpus(), ctx)
+    saved = json.loads((tmp_path / "a" / "model" / "dpft.json").read_text())["ledger"]
+    assert [r.name for r in ctx.ledger.releases] == ["control-code histogram",
+                                                     "DP-SGD fine-tuning"]
+    assert [asdict(r) for r in ctx.ledger.releases] == saved
+    assert ctx.ledger.guarantee().epsilon <= 8.0 * (1 + 1e-9)
+    again = context("a", 8.0)  # resumed after the save: the saved releases, none anew
+    gen.fit(_corpus(), again)
+    assert again.ledger.releases == ctx.ledger.releases
+    with pytest.raises(BudgetExceededError):  # the saved releases go past this cap
+        gen.fit(_corpus(), context("a", 2.0))
+    refused = context("b", 2.0)
+    with pytest.raises(BudgetExceededError, match="DP-SGD"):
+        gen.fit(_corpus(), refused)
+    assert [r.name for r in refused.ledger.releases] == ["control-code histogram"]
+    assert refused.ledger.guarantee().epsilon <= 2.0
+    assert not (tmp_path / "b" / "model").exists()
+
+
 def test_cli_lists_dpft_and_generate_defaults_to_the_one_total_epsilon(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

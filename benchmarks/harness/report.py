@@ -54,10 +54,19 @@ def record_readme(name: str, body: str, readme: Path = README) -> None:
 
 
 def markdown_table(header: list[str], rows: list[list]) -> str:
-    """A markdown table; floats with three decimals, anything else as ``str`` gives it."""
+    """A markdown table; floats with three decimals, anything else as ``str`` gives it;
+    a pipe in a cell (``|Ṽ|``) escaped outside code spans, so it does not end the cell."""
     def fmt(v):
-        return f"{v:.3f}" if isinstance(v, float) else str(v)
+        return table_cell(f"{v:.3f}" if isinstance(v, float) else str(v))
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(map(fmt, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def table_cell(text: str) -> str:
+    """``text`` inside a markdown table cell: each ``|`` outside a code span as ``\\|``,
+    which MkDocs renders as a pipe (inside backticks it would show the backslash, and
+    MkDocs keeps a pipe there inside its cell)."""
+    parts = text.split("`")
+    return "`".join(p.replace("|", "\\|") if i % 2 == 0 else p for i, p in enumerate(parts))

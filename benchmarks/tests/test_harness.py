@@ -2,6 +2,7 @@
 seeds and a study's section of docs/benchmarks.md."""
 
 import math
+import re
 
 import pytest
 
@@ -73,3 +74,27 @@ def test_record_keeps_its_old_names_for_studies_that_import_it():
 
     assert record.record is report.record and record.markdown_table is report.markdown_table
     assert callable(record.bench_dir) and callable(record.command_line)
+
+
+def _cells(row: str) -> int:
+    """The cells of a markdown table row: pipes that are not escaped or in a code span."""
+    bare = re.sub(r"`[^`]*`", "", row.strip()).replace(r"\|", "")
+    return bare.count("|") - 1
+
+
+def test_a_pipe_in_a_cell_does_not_split_it():
+    table = report.markdown_table(["|Ṽ|", "`a|b`"], [["x|y", 0.5]]).splitlines()
+    assert table[0] == r"| \|Ṽ\| | `a|b` |" and table[2] == r"| x\|y | 0.500 |"
+    assert {_cells(row) for row in table} == {2}
+
+
+def test_every_table_of_the_benchmarks_page_keeps_its_columns():
+    lines = report.DOC.read_text(encoding="utf-8").splitlines()
+    tables = [i for i, line in enumerate(lines[1:], 1)
+              if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line) and lines[i - 1].startswith("|")]
+    assert tables
+    for i in tables:
+        j, width = i - 1, _cells(lines[i])
+        while j < len(lines) and lines[j].startswith("|"):
+            assert _cells(lines[j]) == width, f"docs/benchmarks.md:{j + 1}: {lines[j][:80]}"
+            j += 1

@@ -48,6 +48,12 @@ def audit_claim(ledger, name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray,
                             confidence=confidence, started=started, broken=broken)
 
 
+def noise_scales(ledger) -> dict[str, float]:
+    """Each release's noise scale in ``ledger``, by its name without the parenthesised
+    detail ("label set (label)" → "label set")."""
+    return {r.name.split(" (")[0]: r.noise_scale for r in ledger.releases}
+
+
 def terms(n: int) -> tuple[str, ...]:
     """A public vocabulary of ``n`` made-up terms."""
     return tuple(f"t{i:03d}" for i in range(n))

@@ -42,6 +42,7 @@ from dptext.audits.common import (
     canary_copies,
     gaussian_llr,
     memoised_calibration,
+    noise_scales,
     quiet,
     terms,
 )
@@ -106,7 +107,7 @@ def dpkps_default_ratios(epsilon: float = 1.0, delta: float = 0.2, *, runs: int 
                 with observe_releases() as seen:
                     fit_seeder(seeder, corpus, seed=run, say=lambda _: None, ledger=ledger)
                 stat[name].append(_likelihood_ratio(seeder, ledger, seen, adv_index))
-    sigma = {r.name.split(" (")[0]: r.noise_scale for r in ledger.releases}
+    sigma = noise_scales(ledger)
     shift = seeder.terms_per_doc_ / sigma[HISTOGRAM_NAME]**2 + 1 / sigma[LABEL_SET]**2
     return RatioSamples(np.array(stat["D"]), np.array(stat["D'"]), ledger, shift)
 
@@ -125,7 +126,7 @@ def audit_dpkps_default(epsilon: float = 1.0, delta: float = 0.2, *, runs: int =
 
 def _likelihood_ratio(seeder, ledger: PrivacyLedger, seen, adv_index: np.ndarray) -> float:
     """From released values only: the run's S, its label set, the noisy histogram."""
-    records = {r.name.split(" (")[0]: r for r in ledger.releases}
+    sigma = noise_scales(ledger)
     labels = list(seeder.label_set_.values["label"])
     if "a" not in labels:  # class "a" not released: no cell of it, no count
         return 0.0
@@ -135,4 +136,4 @@ def _likelihood_ratio(seeder, ledger: PrivacyLedger, seen, adv_index: np.ndarray
     count = seeder.label_set_.counts["label"]["a"]
     return gaussian_llr([row[cells], np.array([count])],
                         [np.ones(len(cells)), np.ones(1)],
-                        [records[HISTOGRAM_NAME].noise_scale, records[LABEL_SET].noise_scale])
+                        [sigma[HISTOGRAM_NAME], sigma[LABEL_SET]])

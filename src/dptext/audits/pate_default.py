@@ -32,6 +32,7 @@ from dptext.audits.common import (
     RatioSamples,
     canary_copies,
     gaussian_llr,
+    noise_scales,
 )
 from dptext.audits.labels import _broken_label_set
 from dptext.audits.pate import _setup
@@ -40,7 +41,7 @@ from dptext.privacy.labels import LABEL_SET
 
 DOCS, TEACHERS = 60, 100
 VOCABULARY = "english:500"  # the public vocabulary (`--vocab`); noise on 20,000 words: 1 s a run
-TUTOR = "label histogram (tutor)"
+TUTOR = "label histogram"  # the tutor's (its release's name without the detail)
 
 
 def pate_default_ratios(epsilon: float = 3.0, delta: float = 0.2, *, runs: int = 800,
@@ -71,9 +72,9 @@ def pate_default_ratios(epsilon: float = 3.0, delta: float = 0.2, *, runs: int =
                 samples[name].append(_likelihood_ratio(step, ledger, d_exact[1], vote_shift,
                                                        DOCS // 2) +
                                      _vocabulary_ratio(vocab, term_shift, ledger))
-    sigma = {r.name.split(" (")[0]: r.noise_scale for r in ledger.releases}
+    sigma = noise_scales(ledger)
     shift = (float(np.sum(vote_shift**2)) / sigma["GNMax teacher votes"]**2
-             + 1 / sigma[LABEL_SET]**2 + 1 / sigma["label histogram"]**2
+             + 1 / sigma[LABEL_SET]**2 + 1 / sigma[TUTOR]**2
              + float(term_shift.sum()) / sigma["vocabulary histogram"]**2)
     return RatioSamples(np.array(samples["D"]), np.array(samples["D'"]), ledger, shift)
 
@@ -108,9 +109,7 @@ def _adversary_terms() -> tuple[str, np.ndarray]:
 def _vocabulary_ratio(noisy: np.ndarray, shift: np.ndarray, ledger) -> float:
     """The vocabulary histogram's likelihood ratio along the adversary's S cells (the
     noisy values of D's exact counts, 0 there, need no subtraction)."""
-    (sigma,) = [r.noise_scale for r in ledger.releases
-                if r.name.startswith("vocabulary histogram")]
-    return gaussian_llr([noisy], [shift], [sigma])
+    return gaussian_llr([noisy], [shift], [noise_scales(ledger)["vocabulary histogram"]])
 
 
 def _releases(gen, texts: list[str], labels: list[str], votes: np.ndarray, folder: Path):
@@ -133,11 +132,10 @@ def _likelihood_ratio(step: dict, ledger, votes_d: np.ndarray, vote_shift: np.nd
     released) and the noisy votes."""
     from dptext.generators.pate.teachers import VOTES_RELEASE
 
-    sigma = {r.name: r.noise_scale for r in ledger.releases}
+    sigma = noise_scales(ledger)
     released = step["released"]
     counts = released["label_set"]["counts"]["label"]
-    (vote_sigma,) = [s for name, s in sigma.items() if name.startswith(VOTES_RELEASE)]
-    noisy, shifts, sigmas = [step["noisy_votes"] - votes_d], [vote_shift], [vote_sigma]
+    noisy, shifts, sigmas = [step["noisy_votes"] - votes_d], [vote_shift], [sigma[VOTES_RELEASE]]
     if "0" in counts:
         noisy.append(np.array([counts["0"] - count_d]))
         shifts.append(np.ones(1))

@@ -16,18 +16,19 @@ from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
 from dptext.generators.augpe.generator import AugPEGenerator
 from dptext.generators.augpe.run import AugPEConfig
+from dptext.generators.base import DEFAULT_EPSILON
 
 AUGPE = "Aug-PE"
 Embedder = o.in_panel(o.Embedder, AUGPE)
 VocabSize = o.in_panel(o.VocabSize, o.ADVANCED)
+Epsilon = o.total_epsilon("DP vocabulary + all vote histograms")
 
 
 @app.command("augpe")
 def augpe(
     input: o.InputPath,
     out: o.Out,
-    epsilon: Annotated[float, typer.Option(help="Total ε of the run (DP vocabulary + all "
-                                           "vote histograms).", rich_help_panel=o.PRIVACY)],
+    epsilon: Epsilon = DEFAULT_EPSILON,
     delta: o.Delta = AugPEGenerator.delta,
     document_type: o.DocumentType = "document",
     llm: o.Llm = DEFAULT_LLM,

@@ -9,8 +9,11 @@ import typer
 
 from dptext.cli import options as o
 from dptext.cli.app import app
+from dptext.generators.base import DEFAULT_EPSILON
 
 DPFT = "DP fine-tuning"
+Epsilon = o.total_epsilon("control-code histogram + DP-SGD", str,
+                          " 'inf' trains without DP and labels the output NOT PRIVATE.")
 
 
 def _epsilon(value: str) -> float:
@@ -39,9 +42,7 @@ def _code_values(specs: list[str] | None, fields: list[str]) -> dict[str, tuple[
 def dpft(
     input: o.InputPath,
     out: o.Out,
-    epsilon: Annotated[str, typer.Option(
-        "--epsilon", help="Total ε of the run (control-code histogram + DP-SGD); 'inf' trains "
-        "without DP and labels the output NOT PRIVATE.", rich_help_panel=o.PRIVACY)],
+    epsilon: Epsilon = f"{DEFAULT_EPSILON:g}",
     delta: o.Delta = 1e-5,
     model: Annotated[str | None, typer.Option(
         help="Local Hugging Face causal-LM folder; default SmolLM2-135M (from its GGUF).",

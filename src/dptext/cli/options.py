@@ -110,6 +110,17 @@ EpsKde = Annotated[float | None, typer.Option(
 Epsilon = Annotated[float | None, typer.Option(
     help=f"Total ε of the run (default {DEFAULT_EPSILON:g}): every release is inside it. "
     "Or per stage: --epsilon-vocab/--epsilon-kde (--help-all).", rich_help_panel=PRIVACY)]
+
+
+def total_epsilon(releases: str, kind: type = float, more: str = ""):
+    """The total ``--epsilon`` of a method's own command (its default ``DEFAULT_EPSILON``,
+    as ``generate``'s): ``releases``, what the run spends it on; ``kind`` str where the
+    command parses it itself (dpft's 'inf')."""
+    return Annotated[kind, typer.Option(
+        "--epsilon", help=f"Total ε of the run ({releases}): every release is inside it."
+        f"{more}", rich_help_panel=PRIVACY)]
+
+
 VocabShare = Annotated[float, typer.Option(
     help="Share of a total --epsilon spent on the vocabulary (of what the label releases "
     "leave; the sketches get the rest).", rich_help_panel=ADVANCED)]

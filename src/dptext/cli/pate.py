@@ -10,20 +10,20 @@ import typer
 from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
+from dptext.generators.base import DEFAULT_EPSILON
 from dptext.generators.pate.run import PateConfig
 
 PATE = "PATE"
 Embedder = o.in_panel(o.Embedder, PATE)
 VocabSize = o.in_panel(o.VocabSize, o.ADVANCED)
+Epsilon = o.total_epsilon("teacher votes + label tutor [+ vocabulary]")
 
 
 @app.command("pate")
 def pate(
     input: o.InputPath,
     out: o.Out,
-    epsilon: Annotated[float, typer.Option(
-        "--epsilon", help="Total ε of the run (teacher votes + label tutor [+ vocabulary]).",
-        rich_help_panel=o.PRIVACY)],
+    epsilon: Epsilon = DEFAULT_EPSILON,
     delta: o.Delta = PateConfig.delta,
     documents: Annotated[int | None, typer.Option(
         help="Total output documents (default: 100 per class).", rich_help_panel=PATE)

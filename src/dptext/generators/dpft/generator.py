@@ -132,10 +132,13 @@ class DPFineTuneGenerator:
     def _plan_file(self) -> Path | None:
         return self.checkpoint_dir / "plan.json" if self.checkpoint_dir else None
 
-    def fit_uncharged(self, corpus: Corpus, *, base=None) -> DPFineTuneGenerator:
+    def fit_uncharged(self, corpus: Corpus, *, base=None,
+                      ledger: PrivacyLedger | None = None) -> DPFineTuneGenerator:
         """Train on ``corpus`` without charging its persistent budget: for a caller that
         charges the run itself (the run engine) or whose results are no release (the
-        canary audit, whose exposures stay with the curator); ``fit`` charges it."""
+        canary audit, whose exposures stay with the curator); ``fit`` charges it.
+        ``ledger``: the caller's (the run's), each release recorded there as it is made,
+        through its cap check (default: a new one capped at ε)."""
         self._check(corpus)
         cfg = self.config
         codes = document_codes(corpus, self.metadata_fields)
@@ -146,9 +149,9 @@ class DPFineTuneGenerator:
         plan_file = self._plan_file()
         resumed = plan_file is not None and plan_file.exists()
         if resumed:  # resume: no new noise, same plan
-            self._restore_plan(json.loads(plan_file.read_text()))
+            self._restore_plan(json.loads(plan_file.read_text()), ledger)
         else:
-            self._release_domains(codes)
+            self._release_domains(codes, ledger)
         keep = public_documents(codes, self.domains_)  # the others are in no public cell
         codes, texts = [codes[i] for i in keep], [corpus.texts[i] for i in keep]
         self.classes_ = list(self.domains_.get(LABEL_FIELD, ()))
@@ -180,10 +183,11 @@ class DPFineTuneGenerator:
         self.module_.eval()
         return self
 
-    def _release_domains(self, codes: list[dict[str, str]]) -> None:
+    def _release_domains(self, codes: list[dict[str, str]],
+                         ledger: PrivacyLedger | None) -> None:
         """The run's ledger, and the public values of each code field: declared, or the DP
         label set of the undeclared fields (read from the data only when ε = ∞)."""
-        self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
+        self.ledger_ = ledger if ledger is not None else self._new_ledger()
         spec = standalone_spec("gaussian", self.label_set_share * self.epsilon,
                                self.label_set_share * self.delta) if self.private else None
         declared = dict(self.code_values or {})
@@ -230,13 +234,24 @@ class DPFineTuneGenerator:
                 "metadata_fields": list(self.metadata_fields),
                 "multilabel": self.multilabel_}
 
-    def _restore_plan(self, d: dict) -> None:
+    def _new_ledger(self) -> PrivacyLedger:
+        return PrivacyLedger(epsilon_cap=self.epsilon if self.private else None)
+
+    def _restore_plan(self, d: dict, ledger: PrivacyLedger | None = None) -> None:
+        """The saved plan; its releases recorded in ``ledger`` (the run's) unless it holds
+        them already, reloaded with the run."""
         if _num(self.epsilon) != d["epsilon"] or self.config.to_dict() != d["config"]:
             raise ValueError("the checkpoint folder holds a run with other settings; use "
                              "another folder or the same ε and configuration")
         self.plan_ = TrainPlan(**{k: v for k, v in d["plan"].items() if k != "seed"})
-        self.ledger_ = PrivacyLedger(epsilon_cap=self.epsilon if self.private else None,
-                                     releases=[Release(**r) for r in d["ledger"]])
+        saved = [Release(**r) for r in d["ledger"]]
+        self.ledger_ = ledger if ledger is not None else self._new_ledger()
+        held = self.ledger_.releases
+        if saved[:len(held)] != held:
+            raise ValueError("the run's ledger holds other releases than the checkpoint "
+                             "folder's plan; remove the run folder to start a new run")
+        for rec in saved[len(held):]:
+            self.ledger_.record(rec)
         self.code_distribution_ = CodeDistribution.from_dict(d["codes"])
         self.domains_ = {k: tuple(v) for k, v in d["domains"].items()}
         self.multilabel_ = d.get("multilabel", False)
@@ -306,14 +321,16 @@ class DPFineTuneGenerator:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, base=None, progress: bool = False) -> DPFineTuneGenerator:
+    def load(cls, path: str | Path, *, base=None, progress: bool = False,
+             ledger: PrivacyLedger | None = None) -> DPFineTuneGenerator:
+        """``ledger``: the run's, which gets the saved releases it does not hold yet."""
         path = Path(path)
         meta = json.loads((path / "dpft.json").read_text())
         eps = float(meta["epsilon"])
         model = None if meta["model"] == DEFAULT_MODEL else meta["model"]
         gen = cls(eps, meta["delta"], model=model, config=DPFTConfig.from_dict(meta["config"]),
                   metadata_fields=meta["metadata_fields"], progress=progress)
-        gen._restore_plan(meta)
+        gen._restore_plan(meta, ledger)
         gen.classes_ = meta["classes"]
         lm, tok = base if base is not None else load_base(model, gen.config.dtype)
         gen.tokenizer_ = tok

@@ -96,12 +96,11 @@ class DPFTGenerator(BaseGenerator):
                                       config=self.config, metadata_fields=self.metadata,
                                       code_values=self._declared(), checkpoint_dir=ctx.dir,
                                       seed=ctx.seed, progress=ctx.progress)
-            try:  # the engine charged the run: the fit does not charge it again
-                gen.fit_uncharged(corpus, base=self.base).save(model_dir)
-            finally:  # a failed fit is charged what it released (DP-SGD once training began)
-                ctx.ledger.releases[:] = getattr(gen, "ledger_", ctx.ledger).releases
-        gen = DPFineTuneGenerator.load(model_dir, base=self.base)
-        ctx.ledger.releases[:] = gen.ledger_.releases
+            # the engine charged the run: the fit does not charge it again; every release
+            # goes into the run's ledger as it is made (its cap checked), a failed fit's too
+            gen.fit_uncharged(corpus, base=self.base, ledger=ctx.ledger).save(model_dir)
+        # a fit saved by an earlier attempt: its releases join the run's ledger here
+        gen = DPFineTuneGenerator.load(model_dir, base=self.base, ledger=ctx.ledger)
         return {"model": "model", "estimated_documents": round(gen.code_distribution_.total())}
 
     def write_documents(self, state: dict[str, Any], ctx: RunContext) -> Documents:
