@@ -19,15 +19,33 @@ Sampling (post-processing): label sets drawn from the released set counts, or fr
 released label and set-size counts (``label_set_model``, ``privacy.label_sets``); for
 each set, one sequence from each label's model, merged in turns (first term of each,
 then the second, ...), repeats dropped, up to L terms.
+
+A label's model is its row's *contrast* (``label_contrast``): what the row holds beyond
+the noise floor and beyond what the other labels' rows predict for a row of its size.
+Documents with several labels count in several rows, and reports share most of their
+words, so each raw row is close to the corpus-wide one (on radlabels, n = 10: a total
+variation of 0.09 to 0.16 from the pooled row; the top terms of every row "chest",
+"report", "final"): sampling the rows as the single-label models do gives every label
+the same boilerplate, and a classifier trained on it finds almost nothing
+(docs/benchmarks.md, multi-label).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from dptext.corpus import Corpus
+from dptext.generators.kps.models import (
+    HistogramModel,
+    SmoothedHistogramModel,
+    describe,
+    sample_weights,
+)
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.kde.sampler import SamplingStats
+from dptext.keyphrases.histogram import noise_floor_of
 from dptext.privacy.label_sets import (
     ReleasedLabelSets,
     cap_label_sets,
@@ -57,6 +75,53 @@ def document_rows(corpus: Corpus, capped, labels: set) -> Corpus:
              for lab in s if lab in labels]
     return Corpus(texts=tuple(t for t, _ in pairs), labels=tuple(lab for _, lab in pairs),
                   source=corpus.source)
+
+
+def contrast_rows(counts: np.ndarray, floor: float) -> np.ndarray:
+    """Per row k of the (labels × terms) ``counts``: max(c_k(t) − τ − m_k·r_k(t)/Σ r_k, 0),
+    with τ the noise ``floor`` (≥ 0), m_k the row's total and r_k the other rows' sum — the
+    count beyond the noise and beyond what the other labels predict for a row of its mass.
+    A row with nothing beyond the others keeps its counts above the floor."""
+    c = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+    above = np.maximum(c - max(floor, 0.0), 0.0)
+    rest = c.sum(axis=0) - c
+    rest_total = rest.sum(axis=1, keepdims=True)
+    expected = c.sum(axis=1, keepdims=True) * np.divide(
+        rest, rest_total, out=np.zeros_like(rest), where=rest_total > 0)
+    out = np.maximum(above - expected, 0.0)
+    empty = ~out.any(axis=1)
+    out[empty] = above[empty]
+    return out
+
+
+@dataclass(frozen=True)
+class LabelContrastModel:
+    """A multi-label fit's keyphrase model: each label's sampling weights are its row's
+    contrast (``contrast_rows``) over the chosen histogram model's counts."""
+
+    labels: tuple[str, ...]
+    contrast: np.ndarray  # (labels, |Ṽ|)
+    name: str
+
+    def weights(self, label) -> np.ndarray:
+        return self.contrast[self.labels.index(label)]
+
+    def sample(self, label, n, length, rng, stats) -> np.ndarray:
+        return sample_weights(self.weights(label), n, length, rng, stats)
+
+
+def label_contrast(model: HistogramModel | SmoothedHistogramModel) -> LabelContrastModel:
+    """``model``'s counts (kept at its floor; smoothed when it smooths) as label contrasts:
+    post-processing of the released histogram."""
+    hist = model.histogram
+    false_cells = hist.false_cells if model.false_cells is None else model.false_cells
+    counts = hist.kept(false_cells)
+    floor = hist.floor if false_cells == hist.false_cells else noise_floor_of(
+        hist.noise_scale, hist.mechanism, hist.cells, false_cells)
+    if isinstance(model, SmoothedHistogramModel):
+        counts = np.asarray(model.kernel @ np.maximum(counts, 0.0).T).T
+    return LabelContrastModel(tuple(hist.labels), contrast_rows(counts, floor),
+                              f"label contrast of the {describe(model)}")
 
 
 def merge_in_turns(sequences: list[list[str]], length: int) -> tuple[str, ...]:

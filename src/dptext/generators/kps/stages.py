@@ -28,6 +28,7 @@ from dptext.generators.kps.models import (
     describe,
     neighbour_kernel,
 )
+from dptext.generators.kps.multilabel import fit_label_sets, label_contrast
 from dptext.generators.kps.releases import (
     DocumentTerms,
     class_ids,
@@ -111,8 +112,6 @@ class LabelSet(Stage):
 
     def run(self, f: Fitting) -> None:
         if f.plan.multilabel:
-            from dptext.generators.kps.multilabel import fit_label_sets
-
             f.step("DP label sets")
             fit_label_sets(f)
         else:
@@ -339,6 +338,8 @@ class ModelSelection(Stage):
                                   fold=None if f.shared else VALIDATION_FOLD, rows=f.rows,
                                   form_profile=f.form_profile, validation_forms=val_forms)
             o.model_ = cands[chosen % len(cands)]
+        if f.plan.multilabel:  # its floor chosen, each label sampled by its row's contrast
+            o.model_ = label_contrast(o.model_)
         with_form = chosen >= len(cands)
         if with_form:
             o.form_profile_ = f.form_profile
