@@ -184,10 +184,17 @@ def test_kps_refuses_the_kde_and_the_form_profile_for_label_sets():
         KeyphraseSeeder(epsilon=4.0, model="kde").planned_releases(True, multilabel=True)
     with pytest.raises(ValueError, match="single-label"):
         KeyphraseSeeder(epsilon=4.0, form=True).planned_releases(True, multilabel=True)
+    with pytest.raises(ValueError, match="histogram models only"):
+        KeyphraseSeeder(epsilon=4.0, model="smoothed").planned_releases(True, multilabel=True)
     # declared labels: the label sets are still released (which sets occur is private)
     names = [r.name for r in KeyphraseSeeder(epsilon=4.0, labels=("a", "b"))
              .planned_releases(True, multilabel=True)]
     assert "label set" in names
+    # the label contrast has no parameter to choose: no private selection (single-label
+    # corpora still have theirs)
+    assert not any(x.startswith("model selection") for x in names)
+    assert any(r.name.startswith("model selection")
+               for r in KeyphraseSeeder(epsilon=4.0).planned_releases(True))
 
 
 def test_sequences_merge_their_labels_models_in_turns():
@@ -230,7 +237,7 @@ def test_a_multilabel_fit_samples_each_label_by_its_rows_contrast():
     seeder.fit(corpus, rng=np.random.default_rng(0), ledger=PrivacyLedger())
     model = seeder.model_
     assert isinstance(model, LabelContrastModel)
-    assert seeder.selection_["chosen"].startswith("label contrast of the histogram")
+    assert seeder.selection_["chosen"].startswith("label contrast of the class × term histogram")
     terms, hist = seeder.released_vocabulary_, seeder.histogram_
     for label in TOP:  # each raw row's top term is boilerplate every report shares
         raw, w = hist.counts[hist.labels.index(label)], model.weights(label)

@@ -37,15 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptext.corpus import Corpus
-from dptext.generators.kps.models import (
-    HistogramModel,
-    SmoothedHistogramModel,
-    describe,
-    sample_weights,
-)
+from dptext.generators.kps.models import sample_weights
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.kde.sampler import SamplingStats
-from dptext.keyphrases.histogram import noise_floor_of
+from dptext.keyphrases.histogram import ReleasedHistogram
 from dptext.privacy.label_sets import (
     ReleasedLabelSets,
     cap_label_sets,
@@ -97,7 +92,7 @@ def contrast_rows(counts: np.ndarray, floor: float) -> np.ndarray:
 @dataclass(frozen=True)
 class LabelContrastModel:
     """A multi-label fit's keyphrase model: each label's sampling weights are its row's
-    contrast (``contrast_rows``) over the chosen histogram model's counts."""
+    contrast (``contrast_rows``)."""
 
     labels: tuple[str, ...]
     contrast: np.ndarray  # (labels, |Ṽ|)
@@ -110,18 +105,14 @@ class LabelContrastModel:
         return sample_weights(self.weights(label), n, length, rng, stats)
 
 
-def label_contrast(model: HistogramModel | SmoothedHistogramModel) -> LabelContrastModel:
-    """``model``'s counts (kept at its floor; smoothed when it smooths) as label contrasts:
-    post-processing of the released histogram."""
-    hist = model.histogram
-    false_cells = hist.false_cells if model.false_cells is None else model.false_cells
-    counts = hist.kept(false_cells)
-    floor = hist.floor if false_cells == hist.false_cells else noise_floor_of(
-        hist.noise_scale, hist.mechanism, hist.cells, false_cells)
-    if isinstance(model, SmoothedHistogramModel):
-        counts = np.asarray(model.kernel @ np.maximum(counts, 0.0).T).T
-    return LabelContrastModel(tuple(hist.labels), contrast_rows(counts, floor),
-                              f"label contrast of the {describe(model)}")
+def label_contrast(hist: ReleasedHistogram) -> LabelContrastModel:
+    """The released class × term histogram's rows as label contrasts, at its release's
+    floor (post-processing). The floor of the release, the lowest any candidate model
+    applies, did better than a higher one chosen privately for the single-label
+    weights (radlabels, 3 findings, ε = 6: 0.75 to 0.78 micro-F1 against 0.69 to 0.77)."""
+    return LabelContrastModel(tuple(hist.labels), contrast_rows(hist.counts, hist.floor),
+                              f"label contrast of the class × term histogram (floor at "
+                              f"{hist.false_cells:g} false cells)")
 
 
 def merge_in_turns(sequences: list[list[str]], length: int) -> tuple[str, ...]:

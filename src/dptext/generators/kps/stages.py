@@ -338,8 +338,8 @@ class ModelSelection(Stage):
                                   fold=None if f.shared else VALIDATION_FOLD, rows=f.rows,
                                   form_profile=f.form_profile, validation_forms=val_forms)
             o.model_ = cands[chosen % len(cands)]
-        if f.plan.multilabel:  # its floor chosen, each label sampled by its row's contrast
-            o.model_ = label_contrast(o.model_)
+        if f.plan.multilabel:  # each label sampled by its row's contrast
+            o.model_ = label_contrast(hist)
         with_form = chosen >= len(cands)
         if with_form:
             o.form_profile_ = f.form_profile
