@@ -9,11 +9,10 @@ classes are the labels of the released sets. The per-class stages then run on th
 document *rows*: one row per (document, released label of its capped set). One document
 is at most k rows (and at most as many as there are released labels), so every
 per-class release it feeds moves by at most k times what one
-row moves it (the class × term histogram: L1 k·S, L2 √(k·S); the selection's scores: k
-times theirs) — ``Fitting.rows`` carries k to the stages, which state it in the ledger.
-Documents stay whole where a stage counts documents, not rows (the choice of S). Rows
-of one document share its text, so a keyed-hash fold (``privacy.selection.fold_of``)
-puts them on the same side.
+row moves it (the class × term histogram: L1 k·S, L2 √(k·S)) — ``Fitting.rows`` carries
+k to the stages, which state it in the ledger. Documents stay whole where a stage counts
+documents, not rows (the choice of S). No private model selection runs: the label
+contrast below has no parameter to choose.
 
 Sampling (post-processing): label sets drawn from the released set counts, or from the
 released label and set-size counts (``label_set_model``, ``privacy.label_sets``); for

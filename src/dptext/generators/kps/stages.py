@@ -335,7 +335,7 @@ class ModelSelection(Stage):
                                   epsilon=f.plan.selection_epsilon, ledger=f.ledger,
                                   per_class=o.selection_sequences, length=o.length,
                                   rng=f.rng, margin=o.selection_margin,
-                                  fold=None if f.shared else VALIDATION_FOLD, rows=f.rows,
+                                  fold=None if f.shared else VALIDATION_FOLD,
                                   form_profile=f.form_profile, validation_forms=val_forms)
             o.model_ = cands[chosen % len(cands)]
         if f.plan.multilabel:  # each label sampled by its row's contrast
