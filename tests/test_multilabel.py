@@ -184,10 +184,17 @@ def test_kps_refuses_the_kde_and_the_form_profile_for_label_sets():
         KeyphraseSeeder(epsilon=4.0, model="kde").planned_releases(True, multilabel=True)
     with pytest.raises(ValueError, match="single-label"):
         KeyphraseSeeder(epsilon=4.0, form=True).planned_releases(True, multilabel=True)
+    with pytest.raises(ValueError, match="histogram models only"):
+        KeyphraseSeeder(epsilon=4.0, model="smoothed").planned_releases(True, multilabel=True)
     # declared labels: the label sets are still released (which sets occur is private)
     names = [r.name for r in KeyphraseSeeder(epsilon=4.0, labels=("a", "b"))
              .planned_releases(True, multilabel=True)]
     assert "label set" in names
+    # the label contrast has no parameter to choose: no private selection (single-label
+    # corpora still have theirs)
+    assert not any(x.startswith("model selection") for x in names)
+    assert any(r.name.startswith("model selection")
+               for r in KeyphraseSeeder(epsilon=4.0).planned_releases(True))
 
 
 def test_sequences_merge_their_labels_models_in_turns():
@@ -197,6 +204,49 @@ def test_sequences_merge_their_labels_models_in_turns():
     c = Corpus(texts=("t1", "t2"), label_sets=(("a", "b"), ("c",)))
     rows = document_rows(c, c.label_sets, {"a", "b"})
     assert rows.texts == ("t1", "t1") and rows.labels == ("a", "b")
+
+
+def test_label_contrast_keeps_what_a_row_has_beyond_the_others():
+    from dptext.generators.kps.multilabel import contrast_rows
+
+    # "report" in every row at the pooled rate, "effusion" only in row 0, "tube" in row 1,
+    # a 9 just above a floor of 8 in row 2 (a likely false cell)
+    counts = np.array([[100.0, 60.0, 0.0, 0.0],
+                       [100.0, 0.0, 60.0, 0.0],
+                       [100.0, 0.0, 0.0, 9.0]])
+    w = contrast_rows(counts, floor=8.0)
+    assert w[0].argmax() == 1 and w[1].argmax() == 2  # the boilerplate loses
+    assert w[0, 0] < w[0, 1] / 5 and w[2, 3] == pytest.approx(1.0)
+    # without a floor, the same; a row holding nothing beyond the others (its only
+    # term shared) keeps its counts above the floor rather than going empty
+    assert contrast_rows(counts, -np.inf)[2, 3] == pytest.approx(9.0)
+    same = contrast_rows(np.array([[50.0, 0.0], [500.0, 30.0]]), floor=10.0)
+    assert same[0].tolist() == [40.0, 0.0] and same[1, 1] > 0
+
+
+def test_a_multilabel_fit_samples_each_label_by_its_rows_contrast():
+    from dptext.generators.kps import KeyphraseSeeder
+    from dptext.generators.kps.multilabel import LabelContrastModel
+
+    c = read_corpus("demo:radlabels/train")
+    sets = [tuple(x for x in s if x in TOP) for s in c.label_sets]
+    keep = [i for i, s in enumerate(sets) if s][:240]
+    corpus = Corpus(texts=tuple(c.texts[i] for i in keep),
+                    label_sets=tuple(sets[i] for i in keep))
+    seeder = KeyphraseSeeder(epsilon=1000.0, select="none", terms_per_doc=48, length=20)
+    seeder.fit(corpus, rng=np.random.default_rng(0), ledger=PrivacyLedger())
+    model = seeder.model_
+    assert isinstance(model, LabelContrastModel)
+    assert seeder.selection_["chosen"].startswith("label contrast of the class × term histogram")
+    terms, hist = seeder.released_vocabulary_, seeder.histogram_
+    for label in TOP:  # each raw row's top term is boilerplate every report shares
+        raw, w = hist.counts[hist.labels.index(label)], model.weights(label)
+        assert terms[int(raw.argmax())] in ("chest", "report", "final")
+        assert w[raw.argmax()] < 0.1 * w.max()
+    top = [terms[i] for i in np.argsort(-model.weights("cardiomegaly"))[:5]]
+    assert {"enlarged", "heart"} <= set(top)  # ("cardiomegaly" is no public English term)
+    seqs = seeder.sample(total=50, rng=np.random.default_rng(1))
+    assert all(s.keyphrases for s in seqs)
 
 
 @pytest.mark.statistical

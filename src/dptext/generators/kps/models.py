@@ -103,7 +103,7 @@ class HistogramModel:
         return self.histogram.weights(label, self.power, self.false_cells)
 
     def sample(self, label, n, length, rng, stats) -> np.ndarray:
-        return _sample_weights(self.weights(label), n, length, rng, stats)
+        return sample_weights(self.weights(label), n, length, rng, stats)
 
 
 def neighbour_kernel(embeddings: np.ndarray, neighbours: int, bandwidth: float,
@@ -148,7 +148,7 @@ class SmoothedHistogramModel:
         return s * purity**self.power
 
     def sample(self, label, n, length, rng, stats) -> np.ndarray:
-        return _sample_weights(self.weights(label), n, length, rng, stats)
+        return sample_weights(self.weights(label), n, length, rng, stats)
 
 
 @dataclass(frozen=True)
@@ -171,10 +171,10 @@ class MixtureModel:
         return self.mix * h + (1.0 - self.mix) * k
 
     def sample(self, label, n, length, rng, stats) -> np.ndarray:
-        return _sample_weights(self.weights(label), n, length, rng, stats)
+        return sample_weights(self.weights(label), n, length, rng, stats)
 
 
-def _sample_weights(weights: np.ndarray, n: int, length: int, rng: np.random.Generator,
+def sample_weights(weights: np.ndarray, n: int, length: int, rng: np.random.Generator,
                     stats: SamplingStats) -> np.ndarray:
     """``length`` distinct terms per sequence ∝ weights; with no positive weight the
     sequences are empty (not padded with noise terms)."""

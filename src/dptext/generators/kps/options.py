@@ -104,8 +104,11 @@ class SeederOptions:
     form_share: float = 0.1  # of a total epsilon, for the form profile
     epsilon_form: float = 1.0  # the form profile's ε with per-stage epsilon_vocab/epsilon_kde
     # a multi-label corpus: labels a document keeps at most (privacy/label_sets.py); the
-    # class × term histogram's noise grows as √max_labels_per_doc
-    max_labels_per_doc: int = 4
+    # class × term histogram's noise grows as √min(max_labels_per_doc, labels released).
+    # 10, not 4: on radlabels with 10 findings half the reports hold more than 4, and the
+    # labels the cap drops teach the classifier they are absent (docs/benchmarks.md,
+    # multi-label)
+    max_labels_per_doc: int = 10
     # how synthetic label sets are drawn (privacy/label_sets.py): from the released labels
     # and set sizes (marginal) or from the released sets (joint). Marginal: on radlabels
     # never far behind and far ahead with 10 labels, where most sets are rare

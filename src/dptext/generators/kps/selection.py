@@ -113,15 +113,15 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
                  presence: sparse.csr_matrix, y: np.ndarray, *, term_embeddings: np.ndarray,
                  epsilon: float, ledger: PrivacyLedger, per_class: int, length: int,
                  rng: np.random.Generator, margin: float = 0.0,
-                 fold: str | None = VALIDATION_FOLD, rows: int = 1,
+                 fold: str | None = VALIDATION_FOLD,
                  form_profile: FormProfile | None = None,
                  validation_forms: np.ndarray | None = None) -> int:
     """Index of the privately chosen candidate (one release in ``ledger``, on ``fold``:
     the validation fold, or None when the scored documents are also in the releases).
     ``presence``: which Ṽ terms each scored row holds (``presence_matrix``);
-    ``margin``: the share of the first candidate's errors another must remove; ``rows``:
-    the most scored rows one document has (a multi-label corpus: one per capped label),
-    which multiplies the sensitivity. With ``form_profile`` (the released one) the
+    ``margin``: the share of the first candidate's errors another must remove (one row
+    per document: a multi-label corpus selects nothing, ``kps.plan``). With
+    ``form_profile`` (the released one) the
     candidates are also scored with a form drawn with each sequence, the documents read
     with their own form vectors (``validation_forms``: ``text.form.form_vectors``, a
     public function of each document): index ``len(candidates) + i`` is candidate i with
@@ -140,8 +140,6 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
     # a document's form vector, like its terms, is a public function of that document
     # alone: it moves only its own 0/1 entries, so the sensitivity is margin_scores's
     scores, sensitivity = margin_scores(correct, margin)
-    sensitivity *= rows
-    each = "" if rows == 1 else f" (a document is at most {rows} rows, one per label)"
     names = ", ".join(describe(m) + (" with a form" if profile is not None else "")
                       for m, profile, _ in runs)
     return select_noisy_max(
@@ -150,4 +148,4 @@ def select_model(candidates: Sequence[KeyphraseModel], labels: Sequence[Hashable
         reason=(f"one validation document adds 0 to {sensitivity} to every candidate's "
                 "weighted count of correctly labelled documents, all in the same direction "
                 f"(the first candidate's head start: {margin:g} of its errors count as "
-                f"right){each}; candidates: {names}"))
+                f"right); candidates: {names}"))

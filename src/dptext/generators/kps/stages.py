@@ -28,6 +28,7 @@ from dptext.generators.kps.models import (
     describe,
     neighbour_kernel,
 )
+from dptext.generators.kps.multilabel import fit_label_sets, label_contrast
 from dptext.generators.kps.releases import (
     DocumentTerms,
     class_ids,
@@ -111,8 +112,6 @@ class LabelSet(Stage):
 
     def run(self, f: Fitting) -> None:
         if f.plan.multilabel:
-            from dptext.generators.kps.multilabel import fit_label_sets
-
             f.step("DP label sets")
             fit_label_sets(f)
         else:
@@ -336,9 +335,11 @@ class ModelSelection(Stage):
                                   epsilon=f.plan.selection_epsilon, ledger=f.ledger,
                                   per_class=o.selection_sequences, length=o.length,
                                   rng=f.rng, margin=o.selection_margin,
-                                  fold=None if f.shared else VALIDATION_FOLD, rows=f.rows,
+                                  fold=None if f.shared else VALIDATION_FOLD,
                                   form_profile=f.form_profile, validation_forms=val_forms)
             o.model_ = cands[chosen % len(cands)]
+        if f.plan.multilabel:  # each label sampled by its row's contrast
+            o.model_ = label_contrast(hist)
         with_form = chosen >= len(cands)
         if with_form:
             o.form_profile_ = f.form_profile
