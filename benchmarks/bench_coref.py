@@ -185,6 +185,9 @@ def table(store: ResultStore, args) -> str:
     if real:
         groups.append(("control: real-passage silver, chains shuffled", "shuffled_control",
                        real))
+    if short:
+        groups.append((f"control: real passages cut to {args.real_words} words, chains "
+                       "shuffled", "shuffled_control", short))
     body = [[label, rs[0]["models"][model]["train_docs"], "–" if model == "gold" else
              mean_sd((r["mean_words"] for r in rs if "mean_words" in r), 0), len(rs),
              *[mean_sd(r["models"][model][s] for r in rs) for s in SCORES]]
