@@ -175,13 +175,12 @@ def table(store: ResultStore, args) -> str:
     if short:
         groups.append((f"real passages cut to {args.real_words} words, silver chains",
                        "synthetic_silver", short))
-    for eps in args.epsilons:
-        cell = [r for r in rows if r["row"] == "kps" and r["epsilon"] == eps
-                and r["seed"] in args.seeds and r["documents"] == args.documents
-                and r["max_tokens"] == args.max_tokens and r["llm"] == args.llm]
-        if cell:
-            name = "∞ (ε = 1000)" if eps >= 1000 else f"{eps:g}"
-            groups.append((f"DP-KPS ε = {name}, silver chains", "synthetic_silver", cell))
+    kps = {eps: cell for eps in args.epsilons if (cell := [
+        r for r in rows if r["row"] == "kps" and r["epsilon"] == eps
+        and r["seed"] in args.seeds and r["documents"] == args.documents
+        and r["max_tokens"] == args.max_tokens and r["llm"] == args.llm])}
+    groups += [(f"DP-KPS ε = {eps_label(eps)}, silver chains", "synthetic_silver", cell)
+               for eps, cell in kps.items()]
     if real:
         groups.append(("control: real-passage silver, chains shuffled", "shuffled_control",
                        real))
@@ -194,19 +193,42 @@ def table(store: ResultStore, args) -> str:
             for label, model, rs in groups]
     done = {store.key(r) for r in rows}
     missing = [c for c in design(args) if store.key(c) not in done]
-    kps = [r for _, _, rs in groups for r in rs if r["row"] == "kps"]
     return (
         "LitBank is fiction, not clinical text: these figures show how the protocol "
         "behaves (a gold ceiling, real text's silver chains, a control that must score "
         "lowest), not what to expect on clinical notes.\n\n"
         + (_protocol(real[0]) if real else "")
-        + _sizes(args, kps)
+        + _sizes(args, [r for cell in kps.values() for r in cell])
         + markdown_table(["trained on", "docs", "mean words", "seeds", "CoNLL F1", "MUC F1",
                           "B³ F1", "CEAF-e F1", "mention F1"], body)
+        + _reading(short, kps, args)
         + "\n\nCells of the requested design not run (yet):"
         + ("\n\n" + "\n".join(f"* {_cell_text(c)}" for c in missing) if missing
            else " none.")
         + "\n\nNot run here: Aug-PE and dpft synthetic novels.")
+
+
+def eps_label(eps: float) -> str:
+    return "∞ (ε = 1000)" if eps >= 1000 else f"{eps:g}"
+
+
+def _conll(rows: list[dict], model: str) -> float:
+    return float(np.mean([r["models"][model]["conll_f1"] for r in rows]))
+
+
+def _reading(short: list[dict], kps: dict[float, list[dict]], args) -> str:
+    """The DP-KPS rows against the reference and the control of the same size."""
+    if not (short and kps):
+        return ""
+    ref, floor = _conll(short, "synthetic_silver"), _conll(short, "shuffled_control")
+    parts = [f"ε = {eps_label(eps)}: {_conll(cell, 'synthetic_silver'):.3f} "
+             f"({_conll(cell, 'synthetic_silver') - ref:+.3f}; {len(cell)} "
+             f"seed{'s' * (len(cell) > 1)})"
+             for eps, cell in kps.items()]
+    return (f"\n\nAt the same size ({args.documents} documents of about {args.real_words} "
+            f"words), the mean CoNLL F1 of real passages' silver chains is {ref:.3f} and of "
+            f"their shuffled control {floor:.3f}; DP-KPS (difference to the real passages): "
+            + "; ".join(parts) + ".")
 
 
 def _protocol(r0: dict) -> str:

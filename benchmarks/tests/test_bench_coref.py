@@ -58,5 +58,7 @@ def test_table_shows_the_stored_cells_and_lists_the_missing_ones(tmp_path):
     assert ("| real passages cut to 40 words, silver chains | 3 | 40 ± 0 | 2 | 0.350 ± 0.071 |"
             in text)
     assert "| control: real passages cut to 40 words, chains shuffled | 3 |" in text
+    assert ("DP-KPS (difference to the real passages): ε = 6: 0.600 (+0.250; 2 seeds); "
+            "ε = ∞ (ε = 1000): 0.600 (+0.250; 1 seed).") in text
     assert text.endswith("* DP-KPS ε = 1000, seed 1, 3 documents of ≤ 50 tokens\n\n"
                          "Not run here: Aug-PE and dpft synthetic novels.")
