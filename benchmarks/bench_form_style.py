@@ -47,7 +47,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_whole_documents import Timer, _terminate, corpus_data, generator_documents
+from bench_whole_documents import (
+    Timer,
+    _terminate,
+    cell_name,
+    corpus_data,
+    generator_documents,
+)
 from dptext.generators.kps.form import FORM_NAME
 from harness.options import add_list, study_parser
 from harness.provenance import command_line, cpu, src_tree
@@ -70,11 +76,6 @@ DELTA = 1e-5
 HERE = Path(__file__).resolve().parent / "results" / "form-and-style"
 RESULTS = HERE / "results.jsonl"
 SELECTIONS = HERE / "selection.jsonl"
-
-
-def cell_name(corpus: str, method: str, eps: float | None, seed: int, per_class: int) -> str:
-    e = "none" if eps is None else f"{eps:g}"
-    return f"{corpus}-{method}-eps{e}-n{per_class}-s{seed}"
 
 
 def words(texts) -> np.ndarray:

@@ -21,8 +21,14 @@ cannot reach (nor it this one), with only files carried between them.
     python benchmarks/bench_whole_documents.py --corpora banking77 --methods kps,floor \\
         --epsilons 3,6,1000 --llm openai:MODEL@http://127.0.0.1:8080/v1 --work-dir CELLS
 
+``--study form-and-style`` fits that study's DP-KPS cells instead (``bench_form_style.py``:
+methods kps and kps-form, their run folders under its ``cells/``; pass ``--work-dir
+benchmarks/results/form-and-style``); bench_form_style.py with the same ``--llm`` and
+``--per-class`` then finishes them from the landed journals.
+
 A job holds what the LLM is shown and nothing private: the released keyphrase sequences
-(DP-KPS; post-processing of its releases) or the floor's public draws, with the prompt
+(DP-KPS; post-processing of its releases) with the form drawn with each where there is one,
+or the floor's public draws, with the prompt
 builder and document options the cell's own code passed to ``generate_documents``
 (captured at that call, so nothing here re-implements the generators); for PATE, its
 public candidate prompts (the document type and the declared class names) with the
@@ -42,6 +48,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installed or not
@@ -49,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # installe
 from harness.options import add_list, study_parser
 
 OFFLOADED = ("kps", "floor", "pate")  # the methods whose only LLM work is one stage
+STUDIES = ("whole-documents", "form-and-style")
 
 
 class _Captured(Exception):
@@ -86,8 +94,8 @@ def job_dict(cell: str, identity: str, captured: _Captured | _CapturedPrompts) -
                 "prompts": [p.to_dict() for p in captured.prompts],
                 "description": captured.description}
     return {"cell": cell, "llm": identity,
-            "sequences": [{"label": s.label, "keyphrases": list(s.keyphrases)}
-                          for s in captured.sequences],
+            "sequences": [{"label": s.label, "keyphrases": list(s.keyphrases),
+                           "form": getattr(s, "form", None)} for s in captured.sequences],
             "builder": dataclasses.asdict(captured.builder), "options": options}
 
 
@@ -111,19 +119,32 @@ def stage_from_job(job: dict):
         tuple(FewShotExample(e["text"], tuple(e["keyphrases"])) for e in b["few_shot"]),
         SamplingParams(**{k: tuple(v) if isinstance(v, list) else v
                           for k, v in b["params"].items()}))
-    seqs = [SimpleNamespace(label=s["label"], keyphrases=tuple(s["keyphrases"]))
-            for s in job["sequences"]]
+    seqs = [SimpleNamespace(label=s["label"], keyphrases=tuple(s["keyphrases"]),
+                            form=s.get("form")) for s in job["sequences"]]
     return seqs, builder, options_from_job(job)
 
 
 # ------------------------------------------------------------------ the three steps
+def study_cells(args) -> tuple[list[tuple], Callable[[str], dict]]:
+    """The study's cells in the order they run, and each method's extra DP-KPS options
+    (``bench_form_style.FORMS``: with or without the form profile)."""
+    if args.study == "form-and-style":
+        from bench_form_style import FORMS
+        from bench_form_style import design as form_design
+
+        return ([c for c in form_design(args) if c[1] in FORMS],
+                lambda method: {"form": FORMS[method]})
+    from bench_whole_documents import design
+
+    return design(args), lambda method: {}
+
+
 def fit(args) -> None:
     import dptext.generators.pate.run as pate
     import dptext.llm
     from bench_whole_documents import (
         cell_name,
         corpus_data,
-        design,
         floor_documents,
         generator_documents,
     )
@@ -133,7 +154,8 @@ def fit(args) -> None:
     llm = shared_backend(args.llm)
     dptext.llm.generate_documents = _capture  # the cells' code imports it at call time
     pate.complete_checked = _capture_prompts  # PATE's candidate stage
-    for corpus, method, eps, seed in design(args):
+    cells, extra = study_cells(args)
+    for corpus, method, eps, seed in cells:
         cell = cell_name(corpus, method, eps, seed, args.per_class)
         path = args.jobs / f"{cell}.json"
         if path.exists():
@@ -146,8 +168,9 @@ def fit(args) -> None:
                 floor_documents(corpus_data(corpus), args.per_class, seed, folder, llm,
                                 args.concurrency)
             else:
-                generator_documents(method, corpus_data(corpus), eps, args.per_class, seed,
-                                    folder, llm, args.concurrency)
+                generator_documents(method.removesuffix("-form"), corpus_data(corpus), eps,
+                                    args.per_class, seed, folder, llm, args.concurrency,
+                                    **extra(method))
         except (_Captured, _CapturedPrompts) as c:
             path.write_text(json.dumps(job_dict(cell, llm.identity, c)))
             seconds = time.perf_counter() - started
@@ -270,6 +293,8 @@ def main() -> None:
                       work_dir="whole-documents", write=False)
     ap.add_argument("step", choices=["fit", "write", "land"])
     add_list(ap, "--methods", default=["kps", "floor"])
+    ap.add_argument("--study", choices=STUDIES, default="whole-documents",
+                    help="whose cells: form-and-style offloads kps and kps-form")
     ap.add_argument("--per-class", type=int, default=100)
     ap.add_argument("--llm", required=True, help="the backend the cells' LLM stage uses")
     ap.add_argument("--concurrency", type=int, default=4, help="prompts in flight (write)")
@@ -278,8 +303,9 @@ def main() -> None:
     ap.add_argument("--unfinished", action="store_true",
                     help="land: also the journals of cells stopped before their end")
     args = ap.parse_args()
-    if set(args.methods) - set(OFFLOADED):
-        raise SystemExit(f"only {', '.join(OFFLOADED)} can be offloaded")
+    offloaded = ("kps", "kps-form") if args.study == "form-and-style" else OFFLOADED
+    if set(args.methods) - set(offloaded):
+        raise SystemExit(f"{args.study}: only {', '.join(offloaded)} can be offloaded")
     if args.step != "fit" and args.journals is None:
         raise SystemExit(f"{args.step} needs --journals")
     {"fit": fit, "write": write, "land": land}[args.step](args)

@@ -84,10 +84,12 @@ rate() { python3 -c "import json, sys; print(int(max(r['tok_s'] for r in json.lo
     "$1" 2>/dev/null || echo 0; }
 best=""; best_n=1; best_rate=0
 # NAME|SERVERS|FLAGS; the -x4 arms: four servers of a quarter of the slots each on the same
-# GPU, each with its own HTTP thread, CPU samplers and scheduler (is the bound per process?)
+# GPU, each with its own HTTP thread, CPU samplers and scheduler (is the bound per process?);
+# -x8: eight of an eighth (does it go on scaling?)
 ARMS=("defaults|1|" "topk-first|1|--backend-sampling --samplers $TOPK_FIRST"
       "topk-first-no-prompt-cache|1|--backend-sampling --samplers $TOPK_FIRST --cache-ram 0"
-      "topk-first-x4|4|--backend-sampling --samplers $TOPK_FIRST" "defaults-x4|4|")
+      "topk-first-x4|4|--backend-sampling --samplers $TOPK_FIRST" "defaults-x4|4|"
+      "topk-first-x8|8|--backend-sampling --samplers $TOPK_FIRST")
 for arm in "${ARMS[@]}"; do
     IFS='|' read -r name n flags <<< "$arm"
     [[ " ${ONLY_ARMS:-$name} " == *" $name "* ]] || continue

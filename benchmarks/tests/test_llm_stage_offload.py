@@ -56,6 +56,29 @@ def test_a_carried_job_rebuilds_the_same_builder_options_and_sequences():
     assert [(s.label, s.keyphrases) for s in seqs] == [(s.label, s.keyphrases) for s in SEQS]
 
 
+def test_the_form_drawn_with_a_sequence_travels_and_is_asked_for_there(tmp_path):
+    """A form-and-style cell (kps-form): each sequence's form is in the prompt written there,
+    so the journal holds what the cell here looks up."""
+    form = "a tweet of about 12 words that ends with a bbc.in link"
+    seqs = [SEQS[0], SimpleNamespace(label="pin", keyphrases=("pin",), form=form)]
+    c = captured()
+    job = json.loads(json.dumps(job_dict("cell-s0", "recording", _Captured(
+        seqs, c.builder, c.options))))
+    assert [s.form for s in stage_from_job(job)[0]] == [None, form]
+    identity = dptext.llm.make_backend("recording:").identity
+    job["llm"] = identity
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "cell-s0.json").write_text(json.dumps(job))
+    write(Namespace(llm="recording:", jobs=tmp_path / "jobs", journals=tmp_path / "out",
+                    concurrency=2))
+    journal = Journal(tmp_path / "out" / "cell-s0.journal.jsonl")
+    formed = c.builder.build(("pin",), first_attempt_seed(c.options, 1), form)
+    assert form in formed.messages[-1].content
+    assert formed.key(identity) in journal
+    assert c.builder.build(("pin",), first_attempt_seed(c.options, 1)).key(
+        identity) not in journal
+
+
 def test_the_cells_own_call_is_captured_not_run(monkeypatch, tmp_path):
     from synthetic_protocol import llm_documents
 
