@@ -351,7 +351,7 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
 
     from dpft_helpers import dpft_dir, run_dpft
     from dptext.generators.dpft import DPFTConfig, SamplingConfig
-    from dptext.reporting import report_path
+    from dptext.privacy_report import report_path
 
     out = tmp_path / "synth.jsonl"
     kw = dict(epsilon=8.0, n_documents=5, config=DPFTConfig(epochs=0.3, batch_size=8,

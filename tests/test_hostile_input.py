@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from cli_output import said
 from dptext.cli import app
 from dptext.corpus import Corpus, InputError, read_corpus
-from dptext.evaluate.privacy_audit import HashEmbedder
+from dptext.embed.hashing import HashEmbedder
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
 from dptext.text.vocabulary import PublicVocabulary, load_vocabulary

@@ -28,7 +28,7 @@ from dptext.kde.sketch import (
     sketch_sensitivity,
 )
 from dptext.privacy import NoiseSpec, PrivacyLedger, mechanisms
-from dptext.privacy.audit import epsilon_lower_bound
+from dptext.privacy.auditing import epsilon_lower_bound
 
 D = 16
 

@@ -11,7 +11,7 @@ from dptext.corpus import Corpus, InputError, read_corpus
 from dptext.generators.kps import KeyphraseSeeder, KeyphraseSequence
 from dptext.generators.kps.releases import noise_floor, release_vocabulary
 from dptext.privacy import NoiseSpec, PrivacyLedger, mechanisms
-from dptext.privacy.audit import epsilon_lower_bound
+from dptext.privacy.auditing import epsilon_lower_bound
 from dptext.text import extract
 from dptext.text.vocabulary import PublicVocabulary, load_vocabulary
 
@@ -217,7 +217,7 @@ def _tiny_corpus(n_small: int, n_big: int = 40) -> Corpus:
 
 
 def _tiny_seeder(**kw) -> KeyphraseSeeder:
-    from dptext.evaluate.privacy_audit import HashEmbedder
+    from dptext.embed.hashing import HashEmbedder
 
     vocab = PublicVocabulary("t", ("match", "goal", "late", "home", "team", "budget", "bank"))
     return KeyphraseSeeder(**{**dict(

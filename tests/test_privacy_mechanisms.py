@@ -29,7 +29,7 @@ from dptext.privacy import (
     release,
 )
 from dptext.privacy import ledger as ledger_module
-from dptext.privacy.audit import epsilon_lower_bound
+from dptext.privacy.auditing import epsilon_lower_bound
 from dptext.privacy.ledger import PLD_INTERVAL, pld_interval
 
 N = 20_000

@@ -18,7 +18,7 @@ from cli_output import said
 from dptext.cli import app
 from dptext.privacy import NoiseSpec, PrivacyLedger, Sensitivity, release
 from dptext.privacy.budget import planned_run
-from dptext.reporting import build_report
+from dptext.privacy_report import build_report
 from dptext.run.release import (
     ON_PRIVATE,
     add_evaluation,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dptext.generators.kps.generator import seeder_parameters
-from dptext.reporting import build_report
+from dptext.privacy_report import build_report
 from dptext.run.release import write_release
 from test_kps_models import _corpus, _seeder
 

@@ -14,7 +14,7 @@ from cli_output import said
 from dptext.cli import app
 from dptext.cli.app import console as cli_console
 from dptext.privacy import PrivacyLedger, Release
-from dptext.reporting import build_report, print_report
+from dptext.privacy_report import build_report, print_report
 
 CLASSES = ("business", "entertainment", "politics", "sports", "tech")
 

@@ -45,7 +45,7 @@ def keyphrases(
     """
     from dptext.compute import use_engine
     from dptext.corpus import read_corpus, write_jsonl
-    from dptext.reporting import (
+    from dptext.privacy_report import (
         LABELS_FROM_DATA,
         build_report,
         print_report,

@@ -383,7 +383,7 @@ def run_generator(method: str, options: dict, source, out: Path, *, llm: str | N
     through the run engine; then the summary, the privacy report and where things are."""
     from dptext.generators.registry import make_generator
     from dptext.llm import LLMError
-    from dptext.reporting import print_report
+    from dptext.privacy_report import print_report
     from dptext.run import DEFAULT_LLM, BudgetOptions, run, run_dir_for
 
     with user_errors():

@@ -24,7 +24,7 @@ from dptext.generators.base import CorpusInfo, Documents, RunContext, refuse_mul
 from dptext.llm.models import DEFAULT_LOCAL_MODEL
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.budget import settle_run
-from dptext.reporting import build_report, mark_not_private, report_path, write_report
+from dptext.privacy_report import build_report, mark_not_private, report_path, write_report
 from dptext.run import budget as run_budget
 from dptext.run.folder import FITTED, RunFolder
 from dptext.run.release import write_release

@@ -65,7 +65,7 @@ from dptext.privacy import PrivacyLedger, Release
 from dptext.privacy.budget import CorpusBudget, open_budget, planned_run, settle_run
 from dptext.privacy.dpsgd import calibrate_dp_sgd, dp_sgd_release, quick_epsilon
 from dptext.privacy.labels import LABEL_SET, check_declared, standalone_spec
-from dptext.reporting import LABELS_FROM_DATA, build_report, mark_not_private
+from dptext.privacy_report import LABELS_FROM_DATA, build_report, mark_not_private
 
 PLAN_NAME = "dpft run (control-code histogram + DP-SGD), charged before its first release"
 NOT_PRIVATE = "NOT PRIVATE: ε = ∞, the model was fine-tuned without DP on the private corpus"

@@ -20,7 +20,7 @@ import numpy as np
 from dptext.corpus import Corpus
 from dptext.generators.dpft.codes import document_codes, format_codes
 from dptext.privacy import PrivacyLedger
-from dptext.reporting import build_report, mark_not_private
+from dptext.privacy_report import build_report, mark_not_private
 
 ICL_NOT_PRIVATE = ("NOT PRIVATE: ICL reference — real private documents were put in the LLM "
                    "prompt; no differential-privacy guarantee of any kind")
