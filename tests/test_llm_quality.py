@@ -281,14 +281,16 @@ def test_openai_backend_picks_the_dialect_from_the_url():
 def test_openai_backend_lets_concurrency_reach_a_gpu_servers_batch():
     b = make_backend("openai:qwen@http://127.0.0.1:9/v1")
     assert b.max_concurrency >= 64  # vLLM --max-num-seqs 64 wants 64 requests in flight
-    lock, running, peak = threading.Lock(), [0], [0]
+    cond, running, peak = threading.Condition(), [0], [0]
 
     def one(prompt):
-        with lock:
+        # each request waits (up to 10 s) until 32 are in flight: the peak does not hang on
+        # how fast a loaded machine starts the threads
+        with cond:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.05)
-        with lock:
+            cond.notify_all()
+            cond.wait_for(lambda: peak[0] >= 32, timeout=10)
             running[0] -= 1
         return Completion("ok", "stop", 1, 1)
 

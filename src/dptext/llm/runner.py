@@ -164,8 +164,16 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
     bar = _Progress(len(todo), description, progress)
     lock = threading.Lock()
 
-    def work(k: str, p: Prompt) -> tuple[str, Completion]:
-        c = call_with_retries(backend, p, retry, stats)
+    def work(k: str, p: Prompt) -> tuple[str, Completion] | None:
+        if halted[0]:  # a prompt queued behind one that raised: not sent
+            return None
+        try:
+            c = call_with_retries(backend, p, retry, stats)
+        except LLMError:
+            raise
+        except BaseException:  # Ctrl-C or a bug, seen first by this thread: halt the queue
+            halted[0] = True   # before this thread takes its next prompt
+            raise
         if journal is not None:
             journal.put(k, p, c)
         if cache is not None:
@@ -174,14 +182,14 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
 
     workers = max(1, min(concurrency, getattr(backend, "max_concurrency", concurrency)))
     failures: list[BaseException] = []
-    stop = [False]
+    stop, halted = [False], [False]
     pending_items = iter(todo.items())
     try:
         with ThreadPoolExecutor(workers) as pool:
             running: set[Future] = set()
 
             def fill() -> None:
-                while len(running) < workers * 2 and not stop[0]:
+                while len(running) < workers * 2 and not (stop[0] or halted[0]):
                     item = next(pending_items, None)
                     if item is None:
                         return
@@ -194,7 +202,7 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
                     for f in done:
                         running.discard(f)
                         try:
-                            k, c = f.result()
+                            done_item = f.result()
                         except LLMError as e:
                             failures.append(e)
                             exhausted = sum(isinstance(x, RetriesExhaustedError)
@@ -203,6 +211,9 @@ def run_prompts(backend: LLMBackend, prompts: Sequence[Prompt], journal: Journal
                                     exhausted >= MAX_EXHAUSTED:
                                 stop[0] = True
                             continue
+                        if done_item is None:  # halted: the exception that halted it is due
+                            continue
+                        k, c = done_item
                         with lock:
                             results[k] = c
                             stats.computed += 1
