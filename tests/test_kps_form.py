@@ -116,6 +116,39 @@ def test_the_profile_draws_forms_in_proportion_above_the_noise_floor():
     assert profile.draw("a", 0, np.random.default_rng(0)) == []
 
 
+def _row(length: dict[int, float], link: dict[str, float], size: float) -> np.ndarray:
+    """A class's form sum: the given length and link cells, the other blocks at one value."""
+    block = {b: np.zeros(len(v)) for b, v in FORM_BLOCKS.items()}
+    for i, x in length.items():
+        block["length"][i] = x
+    for domain, x in link.items():
+        block["link"][FORM_BLOCKS["link"].index(domain)] = x
+    block["tone"][2] = size
+    for flag in list(FORM_BLOCKS)[3:]:
+        block[flag][0] = size
+    return np.concatenate(list(block.values()))
+
+
+def test_a_small_class_borrows_the_pooled_forms_and_large_ones_keep_their_own():
+    """A class of 12 documents whose true length cells (70-119 and 120-199 words) sit
+    below the floor of 2σ = 20 while noise pushed 8-14 words above it: on its own it
+    would be 8-14 words every time; shrunk, it takes the corpus's lengths. Two large
+    classes keep their own link and lengths."""
+    small = _row({1: 22.0, 5: 7.0, 6: 5.0}, {"none": 12.0}, 12.0)
+    big_a = _row({5: 900.0, 6: 100.0}, {"bbc.in": 1000.0}, 1000.0)
+    big_b = _row({5: 800.0, 4: 200.0}, {"cnn.it": 1000.0}, 1000.0)
+    profile = FormProfile({"small": small, "a": big_a, "b": big_b}, noise_scale=10.0)
+    length = profile.distributions("small")[0]
+    assert length[1] < 0.1 and length[5] > 0.7
+    for label, domain in (("a", "bbc.in"), ("b", "cnn.it")):
+        got = profile.distributions(label)
+        assert got[1][FORM_BLOCKS["link"].index(domain)] > 0.99
+    assert profile.distributions("a")[0][5] > 0.85
+    # without noise each class is its own (the rule on its own: normalised sums)
+    exact = FormProfile({"small": small, "a": big_a}, noise_scale=0.0)
+    assert exact.distributions("small")[0][1] == pytest.approx(22 / 34)
+
+
 def test_the_plan_adds_one_form_release_with_form_or_auto_with_a_selection():
     """form=False: the releases of the plan before the form profile existed; True: one
     more, last; "auto" (the default): one more, before the private selection, only where
@@ -233,11 +266,12 @@ def test_generate_with_form_end_to_end(tmp_path):
     run = tmp_path / "synthetic.jsonl.run"
     state = json.loads((run / "state.json").read_text())
     seqs = state["fit"]["sequences"] if "fit" in state else state["sequences"]
-    assert {s["label"]: s["form"]["link"] for s in seqs} == {"fruit": "bbc.in",
-                                                             "sport": "cnn.it"}
-    # the documents follow the drawn link (text.form_realise), whatever the LLM wrote
+    own = {"fruit": "bbc.in", "sport": "cnn.it"}
+    assert sum(s["form"]["link"] == own[s["label"]] for s in seqs) >= len(seqs) - 2
+    # the documents follow their drawn link (text.form_realise), whatever the LLM wrote
     docs = [json.loads(x) for x in out.read_text().splitlines()]
-    assert all(d["text"].split()[-1].startswith(
-        "http://" + ("bbc.in" if d["label"] == "fruit" else "cnn.it") + "/") for d in docs)
+    assert len(docs) == len(seqs)
+    assert all(d["text"].split()[-1].startswith(f"http://{s['form']['link']}/")
+               for d, s in zip(docs, seqs, strict=True))
     journal = [json.loads(x) for x in (run / "journal.jsonl").read_text().splitlines()]
     assert all("Its form:" in json.dumps(j["prompt"]) for j in journal)
