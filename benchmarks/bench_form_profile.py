@@ -35,7 +35,7 @@ from keyphrase_protocol import INF_EPSILON
 
 DELTA = 1e-5
 VARIANTS = {"floor": "the class's noisy sums above 2σ, normalised (the rule before "
-                     "commit SHRINK)",
+                     "commit 8fd9698)",
             "shrunk": "that, shrunk toward all classes' pooled sums as James and Stein "
                       "would (``FormProfile.distributions`` now)"}
 
