@@ -2,7 +2,6 @@
 retries, trims, strips and counts with the recording backend. No model."""
 
 import threading
-import time
 
 import pytest
 
@@ -158,6 +157,24 @@ def test_a_records_own_closing_note_is_kept():
 def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     m = check_meta(text)
     assert m.refusal and m.stripped and "following terms" not in m.text
+
+
+@pytest.mark.parametrize("text", [  # the drawn form restated (drug reviews, qwen2.5-0.5b)
+    "About 155 Words\n\nI've been using this medicine for several weeks now, and the pain "
+    "in my back is much better than before.",
+    "About 92 words. Patient: The doctor has been changing the dose of this drug for "
+    "months and I still feel dizzy every morning.",
+    "Its form: about 19 words; a neutral tone. The new clinic opens in May for patients.",
+])
+def test_the_form_restated_at_the_start_is_a_refusal(text):
+    m = check_meta(text)
+    assert m.refusal and m.stripped and "words" not in m.text.split(".")[0].lower()
+
+
+def test_a_number_of_words_or_people_in_a_document_is_kept():
+    text = ("About 30 people attended the meeting about the new dose. The label says the "
+            "leaflet is about 200 words long and nobody reads it.")
+    assert check_meta(text) == MetaCheck(text, False, False)
 
 
 def test_an_echo_is_stripped_anywhere_and_terms_and_conditions_are_kept():

@@ -114,6 +114,12 @@ _ECHO = re.compile(
     r"\b(?:contain(?:s|ed|ing)?|includ(?:e|es|ed|ing)|us(?:e|es|ed|ing)|incorporat(?:e|es|ed|ing))"
     r"\s+(?:all\s+(?:of\s+)?)?these\s+(?:terms|keywords|key\s?phrases)\b"
     r"(?!\s+(?:and|&)\s+conditions)", re.IGNORECASE)
+# the form the prompt stated (``text.form.form_instruction``), restated at the head of a
+# sentence ("About 155 words: …", "Its form: …"); no sentence of the five corpora above
+# starts so
+_FORM_ECHO = re.compile(
+    r"^[\s*#>\"'-]*(?:(?:about|around|approximately|roughly)\s+\d+\s+words\b|"
+    r"its form\s*:)", re.IGNORECASE)
 # chatty openings and sign-offs: removed only at the start or the end of the text
 _OPENING = re.compile(
     r"^[\s*#>-]*(?:(?:sure|certainly|of course|absolutely|okay|ok|great)\b[!,.]?\s*"
@@ -141,7 +147,7 @@ class MetaCheck:
 def check_meta(text: str, min_words: int = 5) -> MetaCheck:
     """Find refusals and meta-text: persona sentences and echoes of the task anywhere ("As a
     news editor, I am committed to …", "As an AI, I …", "… contains the following terms:
-    …"); refusals ("I'm sorry, but …") and chatty openings
+    …", "About 155 words: …"); refusals ("I'm sorry, but …") and chatty openings
     ("Sure! Here is …") at the start, refusals and sign-offs ("I hope this helps") at the
     end (in the middle such sentences are usually quotes). The answer counts as a
     refusal when one of its first two sentences refuses, or fewer than ``min_words`` words
@@ -149,7 +155,7 @@ def check_meta(text: str, min_words: int = 5) -> MetaCheck:
     refusal too: the model restated the prompt instead of writing the document."""
     spans = sentences(text)
     parts = [text[a:b] for a, b in spans]
-    echo = [bool(_ECHO.search(p)) for p in parts]
+    echo = [bool(_ECHO.search(p) or _FORM_ECHO.match(p)) for p in parts]
     meta = [bool(_PERSONA.match(p)) or e for p, e in zip(parts, echo, strict=True)]
     refusal = any(_REFUSAL.match(p) for p in parts[:2]) or any(echo[:2])
     i = 0
