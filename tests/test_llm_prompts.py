@@ -85,6 +85,14 @@ def test_sampling_params_travel_with_the_prompt():
      "Patient is well and resting comfortably."),
     ("Vitals:\n- BP 120/80\n- HR 70", "Vitals:\n- BP 120/80\n- HR 70"),
     ("Here is the patient's history: chest pain.", "Here is the patient's history: chest pain."),
+    ("# Company Faces Losses\n\nThe firm lost money.",
+     "Company Faces Losses\n\nThe firm lost money."),
+    ("**Flu Cases Climb**\n\n**LONDON -** Cases rose.",
+     "Flu Cases Climb\n\n**LONDON -** Cases rose."),
+    ("**Date:**\nMonday.", "**Date:**\nMonday."),  # a label: the scaffolding check's
+    ("# 1 acct # XXXX {$450.00} was charged twice.",
+     "# 1 acct # XXXX {$450.00} was charged twice."),
+    ("#Ebola cases rise in Guinea.", "#Ebola cases rise in Guinea."),
 ])
 def test_clean_completion(raw, expected):
     assert clean_completion(raw) == expected

@@ -192,12 +192,18 @@ _POSTAMBLE = re.compile(
     re.IGNORECASE)
 _PLACEHOLDER_LINE = re.compile(r"(?m)^\s*\[[^\]\n]{1,60}\]\s*$\n?")
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+# Markdown title markup: a heading line ("# Company Faces Losses") or a line in bold alone
+# ("**Flu Cases Climb**"), not a bold label ("**Date:**", left for the scaffolding check);
+# no line of the five demo corpora is a heading of a capitalised title or a bold line
+_MD_HEADING = re.compile(r"(?m)^[ \t]*#{1,6}[ \t]+(?=[A-Z])([^\n]*)$")
+_MD_BOLD_LINE = re.compile(r"(?m)^[ \t]*\*\*([^*\n]*[^*:\s])\*\*[ \t]*$")
 _SENTENCE_END = re.compile(r"[.!?…)\]\"'”’]\s")
 
 
 def clean_completion(text: str, truncated: bool | None = None) -> str:
     """Remove chatty preambles ("Sure, here is…:"), sign-offs ("I hope this helps"),
-    a wrapping code fence, and cut a truncated last sentence back to the last full stop.
+    a wrapping code fence, Markdown title markup ("# Title", "**Title**" on its line), and
+    cut a truncated last sentence back to the last full stop.
     ``truncated``: the backend said it stopped at the token limit; ``None`` = guess from
     the missing final punctuation."""
     t = text.strip()
@@ -215,6 +221,7 @@ def clean_completion(text: str, truncated: bool | None = None) -> str:
             break
         t = new
     t = _PLACEHOLDER_LINE.sub("", t).strip()  # template placeholders: "[News Article Title]"
+    t = _MD_BOLD_LINE.sub(r"\1", _MD_HEADING.sub(r"\1", t))
     if t[:1] in "\"“" and t.count('"') + t.count("“") + t.count("”") == 1:
         t = t[1:].lstrip()  # an unmatched opening quote
     guessed = truncated is None
