@@ -27,7 +27,7 @@ from dptext.generators.kps.form import (
 )
 from dptext.privacy import PrivacyLedger
 from dptext.privacy.mechanisms import NoiseSpec
-from dptext.text.form import FORM_BLOCKS, OFFSETS, FormCounts
+from dptext.text.form import FORM_BLOCKS, FormCounts, form_blocks
 from harness.options import study_parser
 from harness.report import markdown_table, record
 from harness.stats import eps_name, mean_sd
@@ -42,9 +42,8 @@ VARIANTS = {"floor": "the class's noisy sums above 2σ, normalised (the rule bef
 
 def floor_distributions(profile: FormProfile, label) -> list[np.ndarray]:
     """The rule before the shrinkage: each class on its own."""
-    row = np.asarray(profile.sums[label], dtype=np.float64)
-    return [above_floor(row[s:s + len(v)], FLOOR_SIGMAS * profile.noise_scale)
-            for s, v in zip(OFFSETS, FORM_BLOCKS.values(), strict=True)]
+    return [above_floor(block, FLOOR_SIGMAS * profile.noise_scale)
+            for block in form_blocks(profile.sums[label])]
 
 
 COLUMNS = {"mean": "TV, mean over classes", "smallest": "TV, smallest class",
@@ -66,8 +65,7 @@ def form_noise(eps: float) -> NoiseSpec:
 
 def real_distributions(exact: np.ndarray) -> list[list[np.ndarray]]:
     """Per class, per block: the real documents' value distribution."""
-    return [[row[s:s + len(v)] / max(row[s:s + len(v)].sum(), 1)
-             for s, v in zip(OFFSETS, FORM_BLOCKS.values(), strict=True)] for row in exact]
+    return [[block / max(block.sum(), 1) for block in form_blocks(row)] for row in exact]
 
 
 def tv(p: list[np.ndarray], q: list[np.ndarray]) -> float:

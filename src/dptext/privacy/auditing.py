@@ -55,6 +55,15 @@ def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
     return np.where(k < n, stats.beta.ppf(1 - alpha, k + 1, n - k), 1.0)
 
 
+def _samples(on_d, on_neighbour, at_least: int) -> tuple[np.ndarray, np.ndarray]:
+    """The statistic's samples on D and on D', flat, each side at least ``at_least``."""
+    a = np.asarray(on_d, dtype=np.float64).ravel()
+    b = np.asarray(on_neighbour, dtype=np.float64).ravel()
+    if a.size < at_least or b.size < at_least:
+        raise ValueError(f"need at least {at_least} samples on each side")
+    return a, b
+
+
 def epsilon_lower_bound(
     on_d: np.ndarray,
     on_neighbour: np.ndarray,
@@ -64,10 +73,7 @@ def epsilon_lower_bound(
     thresholds: int = 64,
 ) -> AuditResult:
     """Largest ε that the samples prove, with probability ≥ ``confidence``."""
-    a = np.asarray(on_d, dtype=np.float64).ravel()
-    b = np.asarray(on_neighbour, dtype=np.float64).ravel()
-    if a.size < 10 or b.size < 10:
-        raise ValueError("need at least 10 samples on each side")
+    a, b = _samples(on_d, on_neighbour, at_least=10)
     qs = np.unique(np.quantile(np.concatenate([a, b]), np.linspace(0.005, 0.995, thresholds)))
     a_sorted, b_sorted = np.sort(a), np.sort(b)
     above_a = a.size - np.searchsorted(a_sorted, qs, side="right")
@@ -145,10 +151,7 @@ def hockey_stick_test(
     seed: int = 0,
 ) -> HockeyStick:
     """Test (ε, δ)-DP through the hockey-stick divergence (see the module docstring)."""
-    a = np.asarray(on_d, dtype=np.float64).ravel()
-    b = np.asarray(on_neighbour, dtype=np.float64).ravel()
-    if a.size < 20 or b.size < 20:
-        raise ValueError("need at least 20 samples on each side")
+    a, b = _samples(on_d, on_neighbour, at_least=20)
     rng = np.random.default_rng(seed)  # the split only; not privacy noise
     a, b = rng.permutation(a), rng.permutation(b)
     a_train, a_test = a[: a.size // 2], a[a.size // 2:]

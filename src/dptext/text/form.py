@@ -65,6 +65,11 @@ FORM_BLOCKS: dict[str, tuple[str, ...]] = {
 OFFSETS = np.cumsum([0, *(len(v) for v in FORM_BLOCKS.values())])[:-1]
 FORM_DIMENSION = sum(len(v) for v in FORM_BLOCKS.values())
 
+
+def form_blocks(vector) -> list[np.ndarray]:
+    """A form vector (or a sum of them) cut into its blocks, in ``FORM_BLOCKS`` order."""
+    return np.split(np.asarray(vector, dtype=np.float64), OFFSETS[1:])
+
 WORD_PATTERN = regex.compile(r"[\p{L}\p{N}][\p{L}\p{N}'’\-]*")
 URL_PATTERN = regex.compile(r"(?i)\b(?:https?://|www\.)([^\s/?#]+)[^\s]*|"
                      r"\b((?:[a-z0-9-]+\.)+(?:in|it|ms|to|ws|ly|gl|co|be|me|pr|al|st|pn|ca|uk|com|org|net))/[^\s]*")

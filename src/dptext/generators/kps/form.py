@@ -23,6 +23,7 @@ from dptext.text.form import (
     FORM_DIMENSION,
     OFFSETS,
     FormCounts,
+    form_blocks,
     form_norm_bound,
 )
 from dptext.text.form_realise import realise_form
@@ -69,19 +70,16 @@ class FormProfile:
         a few dozen documents, whose true cells sit below the floor while noise crosses
         it, borrows the corpus's forms; a large class keeps its own
         (``benchmarks/bench_form_profile.py``: drawn against real forms on five corpora)."""
-        row = np.asarray(self.sums[label], dtype=np.float64)
-        pooled = np.sum([np.asarray(v, dtype=np.float64) for v in self.sums.values()], axis=0)
+        own_blocks = form_blocks(self.sums[label])
+        pooled_blocks = form_blocks(np.sum(list(self.sums.values()), axis=0))
         sigma = self.noise_scale
-        n = max(float(np.median([row[s:s + len(v)].sum() for s, v in
-                                 zip(OFFSETS, FORM_BLOCKS.values(), strict=True)])), 1.0)
+        n = max(float(np.median([b.sum() for b in own_blocks])), 1.0)
         out = []
-        for start, values in zip(OFFSETS, FORM_BLOCKS.values(), strict=True):
-            end = start + len(values)
-            own = above_floor(row[start:end], FLOOR_SIGMAS * sigma)
-            shared = above_floor(pooled[start:end],
-                                  FLOOR_SIGMAS * sigma * math.sqrt(len(self.sums)))
+        for own_sums, pooled_sums in zip(own_blocks, pooled_blocks, strict=True):
+            own = above_floor(own_sums, FLOOR_SIGMAS * sigma)
+            shared = above_floor(pooled_sums, FLOOR_SIGMAS * sigma * math.sqrt(len(self.sums)))
             apart = float(np.sum((own - shared) ** 2))
-            weight = max(0.0, 1.0 - len(values) * sigma ** 2 / n ** 2 / apart) if apart else 1.0
+            weight = max(0.0, 1.0 - own.size * sigma ** 2 / n ** 2 / apart) if apart else 1.0
             out.append(weight * own + (1 - weight) * shared)
         return out
 
