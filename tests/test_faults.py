@@ -176,7 +176,10 @@ def _generate(corpus_csv, out, url, home, extra=(), key_file=None):
             "--sequences-per-class", "8", "--no-progress",
             "--labels", "business,entertainment,politics,sports,tech",
             "--no-cache", "--concurrency", "2", "--timeout", "2", "--seed", "3",
-            "--budget-total", "10", *extra]
+            "--budget-total", "10",
+            # no form profile: the documents stay the journaled completions (with "auto",
+            # a private selection that chose the form would append a link to each)
+            "--form", "off", *extra]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
 
