@@ -19,7 +19,6 @@ import numpy as np
 from bench_whole_documents import corpus_data
 from dptext.compute import map_sum
 from dptext.generators.kps.form import (
-    FLOOR_SIGMAS,
     FORM_NAME,
     FormProfile,
     above_floor,
@@ -34,15 +33,18 @@ from harness.stats import eps_name, mean_sd
 from keyphrase_protocol import INF_EPSILON
 
 DELTA = 1e-5
+#: the flat noise floor before the shrinkage (commit 8fd9698)
+FLAT_FLOOR_SIGMAS = 2.0
 VARIANTS = {"floor": "the class's noisy sums above 2σ, normalised (the rule before "
                      "commit 8fd9698)",
-            "shrunk": "that, shrunk toward all classes' pooled sums as James and Stein "
-                      "would (``FormProfile.distributions`` now)"}
+            "shrunk": "the class's noisy sums above a floor that grows with the block's "
+                      "values (1.6σ–2.9σ), shrunk toward all classes' pooled sums as James "
+                      "and Stein would (``FormProfile.distributions`` now)"}
 
 
 def floor_distributions(profile: FormProfile, label) -> list[np.ndarray]:
     """The rule before the shrinkage: each class on its own."""
-    return [above_floor(block, FLOOR_SIGMAS * profile.noise_scale)
+    return [above_floor(block, FLAT_FLOOR_SIGMAS * profile.noise_scale)
             for block in form_blocks(profile.sums[label])]
 
 

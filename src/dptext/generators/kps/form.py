@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 import numpy as np
 
@@ -30,9 +31,16 @@ from dptext.text.form_realise import realise_form
 
 FORM_NAME = "form profile"
 FORM_GROUP = "form"
-#: noisy sums at most this many noise standard deviations are read as 0: of a block's
-#: cells that hold no document about 2 % pass (a link block of 20 values: ~0.5 cells)
-FLOOR_SIGMAS = 2.0
+#: the chance that any empty cell of a class's block passes its noise floor
+#: (``floor_sigmas``): a link block of 50 values at a flat 2σ would pass about one
+FALSE_CELL_RATE = 0.1
+
+
+def floor_sigmas(values: int) -> float:
+    """The noise floor of a block of ``values`` cells, in noise standard deviations: the
+    Gaussian quantile at which all its empty cells stay below it with chance
+    1 − ``FALSE_CELL_RATE`` (Bonferroni: 1.64σ for 2 values, 2.88σ for 50)."""
+    return float(NormalDist().inv_cdf(1.0 - FALSE_CELL_RATE / values))
 
 
 def above_floor(block: np.ndarray, floor: float) -> np.ndarray:
@@ -62,13 +70,14 @@ class FormProfile:
     def distributions(self, label) -> list[np.ndarray]:
         """Per block, the probabilities of its values (post-processing of the release).
 
-        The class's own estimate (its noisy sums above the noise floor, ``FLOOR_SIGMAS``,
-        normalised) is shrunk toward the pooled one of all classes (the sum of their noisy
-        sums, floored at ``FLOOR_SIGMAS`` σ √classes) as James and Stein would: with
-        weight 1 − (k σ² / n²) / ‖own − pooled‖² on its own, k the values in the block and
-        n the class's estimated size (the median of its blocks' noisy totals). A class of
-        a few dozen documents, whose true cells sit below the floor while noise crosses
-        it, borrows the corpus's forms; a large class keeps its own
+        The class's own estimate (its noisy sums above the block's noise floor,
+        ``floor_sigmas``, normalised) is shrunk toward the pooled one of all classes (the
+        sum of their noisy sums, floored at √classes times that) as James and Stein would:
+        with weight 1 − (k σ² / n²) / ‖x − pooled‖² on its own, x the class's unfloored
+        noisy sums over n, k the values in the block and n the class's estimated size (the
+        median of its blocks' noisy totals): the signal's share of the distance, noise
+        included. A class of a few dozen documents, whose true cells sit below the floor
+        while noise crosses it, borrows the corpus's forms; a large class keeps its own
         (``benchmarks/bench_form_profile.py``: drawn against real forms on five corpora)."""
         own_blocks = form_blocks(self.sums[label])
         pooled_blocks = form_blocks(np.sum(list(self.sums.values()), axis=0))
@@ -76,10 +85,11 @@ class FormProfile:
         n = max(float(np.median([b.sum() for b in own_blocks])), 1.0)
         out = []
         for own_sums, pooled_sums in zip(own_blocks, pooled_blocks, strict=True):
-            own = above_floor(own_sums, FLOOR_SIGMAS * sigma)
-            shared = above_floor(pooled_sums, FLOOR_SIGMAS * sigma * math.sqrt(len(self.sums)))
-            apart = float(np.sum((own - shared) ** 2))
-            weight = max(0.0, 1.0 - own.size * sigma ** 2 / n ** 2 / apart) if apart else 1.0
+            floor = floor_sigmas(own_sums.size) * sigma
+            own = above_floor(own_sums, floor)
+            shared = above_floor(pooled_sums, floor * math.sqrt(len(self.sums)))
+            apart = float(np.sum((own_sums / n - shared) ** 2))
+            weight = max(0.0, 1.0 - own_sums.size * sigma ** 2 / n ** 2 / apart) if apart else 1.0
             out.append(weight * own + (1 - weight) * shared)
         return out
 
