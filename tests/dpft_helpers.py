@@ -1,4 +1,4 @@
-"""The dpft tests' way to run a whole dpft job: through the run engine, as the CLI does."""
+"""The dpft tests' way to run a whole dpft job: through the run lifecycle, as the CLI does."""
 
 from __future__ import annotations
 

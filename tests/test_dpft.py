@@ -373,7 +373,7 @@ def test_run_dpft_writes_outputs_and_resumes(tiny, tmp_path):
 
 
 def test_the_run_ledger_records_each_dpft_release_through_its_cap(tiny, tmp_path):
-    """Through the run engine, dpft records every release in the run's ledger as it is made:
+    """Through the run lifecycle, dpft records every release in the run's ledger as it is made:
     that ledger then holds the releases dpft saved with its model (names, noise scales); a
     run ledger capped below what dpft spends refuses it (fresh or resumed) instead of ending
     above its cap; a fit saved by an earlier attempt joins a reloaded, empty run ledger."""
@@ -428,7 +428,7 @@ def test_cli_lists_dpft_and_generate_defaults_to_the_one_total_epsilon(tmp_path,
 
 
 def _capture_run(monkeypatch) -> dict:
-    """Replace the run engine: record the generator and the corpus a command passes."""
+    """Replace the run lifecycle: record the generator and the corpus a command passes."""
     from dptext.run import RunResult
 
     seen: dict = {}

@@ -1,5 +1,5 @@
 """``KeyphraseSeeder.fit`` called as README.md documents it charges the corpus's persistent
-budget, as the run engine does; a caller that passes its own ledger charges it itself."""
+budget, as the run lifecycle does; a caller that passes its own ledger charges it itself."""
 
 from __future__ import annotations
 

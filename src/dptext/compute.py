@@ -3,7 +3,7 @@
 Every stage that touches the whole corpus is a function over a batch of documents whose
 results are summed (``map_sum``); the noise is added once, afterwards, on the driver, by
 ``dptext.privacy``. Which engine runs the batches is chosen in one place —
-``use_engine``, entered by the run engine and the CLI from ``--engine`` and
+``use_engine``, entered by the run lifecycle and the CLI from ``--engine`` and
 ``--ray-address`` — and stages only call ``map_sum``: they do not know which engine runs
 them, and no engine draws noise.
 

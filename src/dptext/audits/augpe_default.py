@@ -1,6 +1,6 @@
 """The audit of Aug-PE as ``dptext augpe`` runs it without ``--labels``.
 
-``audit_augpe_default`` calls ``AugPEGenerator.fit`` with a ``RunContext`` as the run engine
+``audit_augpe_default`` calls ``AugPEGenerator.fit`` with a ``RunContext`` as the run lifecycle
 does: the DP label set is released first (``label_set_share`` of the budget), then the T
 vote histograms, each saved in the run folder before use and the run's ledger rebuilt
 from those files; the claim is that ledger's composition. What the auditor chooses (the
@@ -115,7 +115,7 @@ def _one_partition(ledger) -> list:
 
 
 def _fit(gen, corpus: Corpus, folder: Path, run: int):
-    """One run of the generator's fit, as the engine makes it; returns the run's ledger."""
+    """One run of the generator's fit, as the run lifecycle makes it; returns the run's ledger."""
     from dptext.generators.base import RunContext
     from dptext.llm.recording import RecordingBackend
     from dptext.privacy import PrivacyLedger

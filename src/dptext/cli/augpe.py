@@ -1,5 +1,5 @@
 """``dptext augpe`` (= ``dptext generate --method augpe``): the Aug-PE baseline, through
-the run engine. Its folder (``<out>.run/augpe/``, see ``dptext.generators.augpe.state``)
+the run lifecycle. Its folder (``<out>.run/augpe/``, see ``dptext.generators.augpe.state``)
 keeps each iteration's noisy vote histograms (saved with their ledger records before any
 prompt uses them) and each population; ``--resume`` continues mid-iteration: finished
 iterations draw no new noise, finished prompts are not repeated.

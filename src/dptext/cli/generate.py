@@ -1,5 +1,5 @@
 """``dptext generate``: the main job. A private corpus in; a synthetic corpus, its privacy
-report and a release folder out — through the run engine (``dptext.run``), with DP-KPS
+report and a release folder out — through the run lifecycle (``dptext.run``), with DP-KPS
 (the default) or another generator (``--method``). docs/run-folder.md describes the run
 folder ``<out>.run/`` that ``--resume`` continues from.
 """

@@ -365,7 +365,7 @@ def ensure_parent(path: Path) -> Path:
 
 def source(input: str, text_column: str, label_column: str | None, format: str | None,
            encoding: str, skip_invalid: bool, label_sep: str | None = None):
-    """The input options as the engine's ``CorpusSource``."""
+    """The input options as the run lifecycle's ``CorpusSource``."""
     from dptext.run import CorpusSource
 
     return CorpusSource(input, text_column=text_column, label_column=label_column,
@@ -380,7 +380,7 @@ def run_generator(method: str, options: dict, source, out: Path, *, llm: str | N
                   progress: bool = True, seed: int | None = None, engine: str = "local",
                   ray_address: str | None = None) -> None:
     """Every command that writes documents: the generator ``method`` with ``options``
-    through the run engine; then the summary, the privacy report and where things are."""
+    through the run lifecycle; then the summary, the privacy report and where things are."""
     from dptext.generators.registry import make_generator
     from dptext.llm import LLMError
     from dptext.privacy_report import print_report

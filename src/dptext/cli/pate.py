@@ -1,5 +1,5 @@
 """``dptext pate`` (= ``dptext generate --method pate``): PATE-style DP augmentation
-through the run engine (``dptext.generators.pate.PateGenerator``)."""
+through the run lifecycle (``dptext.generators.pate.PateGenerator``)."""
 
 from __future__ import annotations
 

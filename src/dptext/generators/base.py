@@ -1,7 +1,7 @@
-"""The interface every generator implements, and what the run engine hands it.
+"""The interface every generator implements, and what the run lifecycle hands it.
 
 A generator is a plain object holding its options (a dataclass, in the style of a
-scikit-learn estimator). The engine (``dptext.run.engine``) calls, in order:
+scikit-learn estimator). The run lifecycle (``dptext.run.lifecycle``) calls, in order:
 
 ``plan(info)``
     the releases the run will make, before anything is drawn: the corpus's persistent
@@ -9,13 +9,13 @@ scikit-learn estimator). The engine (``dptext.run.engine``) calls, in order:
 ``fit(corpus, ctx)``
     every DP release, through ``dptext.privacy``, recorded in ``ctx.ledger``; returns the
     released state (JSON: released data and its post-processing only, never private
-    text), which the engine saves and reloads on resume. A fit that calls an LLM between
+    text), which the run lifecycle saves and reloads on resume. A fit that calls an LLM between
     releases (Aug-PE, PATE) resumes from the files it keeps in ``ctx.dir``;
 ``write_documents(state, ctx)``
     post-processing of the state: the synthetic documents, and the public parameters and
     notes the privacy report shows.
 
-The engine (``dptext.run``) alone knows the run folder, the budget, the journal and the
+The run lifecycle (``dptext.run``) alone knows the run folder, the budget, the journal and the
 output files; a generator writes nowhere but ``ctx.dir``.
 """
 
@@ -104,7 +104,7 @@ class Documents:
 
 @dataclass
 class RunContext:
-    """What the engine lends a generator for one run."""
+    """What the run lifecycle lends a generator for one run."""
 
     dir: Path  # the generator's own folder inside the run folder (its resumable steps)
     ledger: PrivacyLedger  # every release of this run (reloaded on resume)
@@ -146,7 +146,7 @@ class BaseGenerator:
 
     name: ClassVar[str]
     POST_PROCESSING: ClassVar[tuple[str, ...]] = ()
-    uses_llm: ClassVar[bool] = True  # the engine makes the --llm backend only if so
+    uses_llm: ClassVar[bool] = True  # the run lifecycle makes the --llm backend only if so
     extra_columns: ClassVar[tuple[str, ...]] = ()  # corpus columns besides text and label
     multilabel: ClassVar[bool] = False  # takes a multi-label corpus (else refuses it)
 
@@ -203,7 +203,7 @@ class BaseGenerator:
         return self.extra_columns
 
     def released(self, ctx: RunContext) -> list[Release] | None:
-        """After ``fit`` failed: the releases it made (the engine settles the corpus's
+        """After ``fit`` failed: the releases it made (the run lifecycle settles the corpus's
         ledger to them); ``None`` when they cannot be told apart, so the whole plan stays
         charged. Every release is recorded in ``ctx.ledger`` as it is made, unless a
         generator keeps them elsewhere and says so here."""

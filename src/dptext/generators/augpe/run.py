@@ -338,7 +338,7 @@ def run_augpe(corpus: Corpus, cfg: AugPEConfig, noise: dict[str, NoiseSpec],
     """Run (or resume) Aug-PE in ``run_dir``; finished iterations are read back, not redone.
 
     ``noise`` is ``cfg.noise(ε, δ)``; ``classes`` the public label set (``[None]`` for an
-    unlabelled corpus). The caller (the run engine) keeps the run's options and checks
+    unlabelled corpus). The caller (the run lifecycle) keeps the run's options and checks
     them before resuming. ``journal``: the run's journal of completions (default
     ``run_dir/journal.jsonl``).
     """

@@ -1,7 +1,7 @@
 """``DPFineTuneGenerator``: the ``dpft`` generator's Python API.
 
     gen = DPFineTuneGenerator(epsilon=8, delta=1e-5).fit(read_corpus("demo:bbc-news/train"))
-    # charged to the corpus's persistent budget first, as a run of the engine is
+    # charged to the corpus's persistent budget first, as a run of the run lifecycle is
     docs = gen.generate(500)               # [{"text", "label", ...}, ...]
     write_report(gen.privacy_report("python api", {}), "out.privacy.json")
     gen.save("adapter/"); DPFineTuneGenerator.load("adapter/")
@@ -9,9 +9,9 @@
 Persistent budget: ``fit`` checks the whole run against the corpus's ledger (its dataset
 id from ``config.toml``, else its keyed content fingerprint; or the ``budget`` given) and
 charges it as one (ε, δ) block before the first release, then settles it to the releases
-made (``privacy.budget.settle_run``), as the run engine does: a release made through
+made (``privacy.budget.settle_run``), as the run lifecycle does: a release made through
 this API is never outside a persistent ledger. ``fit_uncharged`` is for a caller that
-charges the run itself (the engine's ``DPFTGenerator``) or makes no release (the canary
+charges the run itself (the run lifecycle's ``DPFTGenerator``) or makes no release (the canary
 audit).
 
 Budget: ``epsilon`` is the whole run's. ``code_share`` of it (and ``code_delta_share``
@@ -135,7 +135,7 @@ class DPFineTuneGenerator:
     def fit_uncharged(self, corpus: Corpus, *, base=None,
                       ledger: PrivacyLedger | None = None) -> DPFineTuneGenerator:
         """Train on ``corpus`` without charging its persistent budget: for a caller that
-        charges the run itself (the run engine) or whose results are no release (the
+        charges the run itself (the run lifecycle) or whose results are no release (the
         canary audit, whose exposures stay with the curator); ``fit`` charges it.
         ``ledger``: the caller's (the run's), each release recorded there as it is made,
         through its cap check (default: a new one capped at ε)."""

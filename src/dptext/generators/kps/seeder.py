@@ -1,9 +1,9 @@
-"""DP-KPS keyphrase engine: from a private corpus to DP keyphrase sequences.
+"""DP-KPS keyphrase seeder: from a private corpus to DP keyphrase sequences.
 
 ``KeyphraseSeeder.fit`` makes every release of private information, each through
 ``dptext.privacy`` and into the ledger it is given (``ledger_``), stage by stage as the
 options' plan lists them (``plan.py``, ``stages.py``); given none, it first charges the
-plan to the corpus's persistent budget, as the run engine does (``fit``):
+plan to the corpus's persistent budget, as the run lifecycle does (``fit``):
 
 0. unless ``labels`` declares the label set (public, free), the DP label set
    (``privacy.labels``: thresholded noisy label counts); documents whose label is
@@ -124,9 +124,9 @@ class KeyphraseSeeder(SeederOptions):
         Without ``ledger`` (the documented call) the whole plan is first charged to the
         corpus's persistent budget (``budget``: that ledger; default ``open_budget(corpus)``),
         refused when over its total unless ``allow_budget_overrun``, and settled to the
-        releases made once the fit ends — a failed fit's too — as the run engine does: no
+        releases made once the fit ends — a failed fit's too — as the run lifecycle does: no
         release of this API is outside a persistent ledger. ``ledger``: the run's, from a
-        caller that charges the corpus itself (the engine, ``dptext keyphrases``) or whose
+        caller that charges the corpus itself (the run lifecycle, ``dptext keyphrases``) or whose
         corpus is no one's (the audits' made-up ones); every release goes into it and its
         cap applies to each."""
         if ledger is not None:

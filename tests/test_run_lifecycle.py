@@ -1,4 +1,4 @@
-"""The run engine under every generator: one budget policy (the whole plan checked and
+"""The run lifecycle under every generator: one budget policy (the whole plan checked and
 charged before anything is loaded or released), resume without new releases, and a
 release folder a recipient can load — for kps, augpe, pate and dpft alike, through
 ``dptext.synthesize``."""
@@ -29,7 +29,7 @@ def corpus() -> Corpus:
     keep = [i for c in ("sports", "tech") for i in np.flatnonzero(lab == c)[:30]]
     return Corpus(tuple(bbc.texts[i] for i in keep),
                   tuple("sport" if bbc.labels[i] == "sports" else "tech" for i in keep),
-                  source="engine test")
+                  source="lifecycle test")
 
 
 @pytest.fixture(scope="module")

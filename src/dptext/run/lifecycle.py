@@ -1,4 +1,4 @@
-"""The run engine: one way to run every generator (``dptext.synthesize`` and every CLI
+"""The run lifecycle: one way to run every generator (``dptext.synthesize`` and every CLI
 command that writes documents call it).
 
 Order of a new run: read the corpus; ``plan`` → the budget is checked and charged (the
@@ -79,7 +79,7 @@ class RunResult:
 
 
 def _backend(llm, llm_options: dict | None):
-    """(backend, owned): a spec string is made here (and closed by the engine)."""
+    """(backend, owned): a spec string is made here (and closed by the run lifecycle)."""
     if llm is None or not isinstance(llm, str):
         return llm, False
     from dptext.llm import LLMError, make_backend
