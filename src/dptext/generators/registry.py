@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from dptext.lazy import load
 
 GENERATORS: dict[str, str] = {
     "kps": "dptext.generators.kps.generator:KPSGenerator",
@@ -21,12 +22,9 @@ def register(name: str, target: str) -> None:
 
 
 def generator_class(name: str):
-    try:
-        module, _, cls = GENERATORS[name].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown method {name!r}; use one of "
-                         + ", ".join(sorted(GENERATORS))) from None
-    return getattr(importlib.import_module(module), cls)
+    if name not in GENERATORS:
+        raise ValueError(f"unknown method {name!r}; use one of " + ", ".join(sorted(GENERATORS)))
+    return load(GENERATORS[name])
 
 
 def make_generator(name: str, **options: Any):

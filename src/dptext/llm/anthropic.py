@@ -20,7 +20,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from dptext.llm.base import register_backend, split_model_url
+from dptext.llm.base import split_model_url
 from dptext.llm.errors import LLMError
 from dptext.llm.http import post_json
 from dptext.llm.secrets import Secret, secret_from_env
@@ -167,15 +167,13 @@ class BedrockBackend(_PooledBackend):
         return parse_messages_response(data)
 
 
-@register_backend("anthropic")
-def _anthropic(rest: str, **options) -> AnthropicBackend:
+def anthropic_from_spec(rest: str, **options) -> AnthropicBackend:
     model, url = split_model_url(rest, os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL)
     key = secret_from_env(options.pop("api_key_env", "ANTHROPIC_API_KEY"))
     return AnthropicBackend(model, key, url, **options)
 
 
-@register_backend("bedrock")
-def _bedrock(rest: str, **options) -> BedrockBackend:
+def bedrock_from_spec(rest: str, **options) -> BedrockBackend:
     model, sep, url = rest.partition("@")
     if not model:
         raise LLMError("missing Bedrock model id (expected bedrock:MODEL_ID)")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from dptext.lazy import load
 from dptext.llm.errors import BackendSpecError
 from dptext.llm.types import Completion, Prompt
 
@@ -25,32 +26,31 @@ class LLMBackend(Protocol):
     def close(self) -> None: ...
 
 
-BackendFactory = Callable[..., LLMBackend]
 #: schemes served over HTTP (they take ``timeout=``)
 HTTP_SCHEMES = ("openai", "anthropic", "bedrock")
 #: schemes whose members may be HTTP backends (they pass ``timeout=`` on to those)
 GROUP_SCHEMES = ("pool", "ray")
-_REGISTRY: dict[str, BackendFactory] = {}
+#: the backends by scheme: ``factory(rest_of_spec: str, **options) -> LLMBackend``, as
+#: ``"package.module:function"`` (``dptext.lazy``: a spec imports only its own client)
+BACKENDS: dict[str, str] = {
+    "local": "dptext.llm.local:from_spec",
+    "openai": "dptext.llm.openai:from_spec",
+    "anthropic": "dptext.llm.anthropic:anthropic_from_spec",
+    "bedrock": "dptext.llm.anthropic:bedrock_from_spec",
+    "pool": "dptext.llm.pool:from_spec",
+    "ray": "dptext.llm.ray_pool:from_spec",
+    "recording": "dptext.llm.recording:from_spec",
+}
 
 
-def register_backend(scheme: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Register ``factory(rest_of_spec: str, **options) -> LLMBackend`` for ``scheme:...``."""
-
-    def deco(factory: BackendFactory) -> BackendFactory:
-        _REGISTRY[scheme] = factory
-        return factory
-
-    return deco
+def register_backend(scheme: str, target: str) -> None:
+    """Add a backend for ``scheme:...`` (``target``: ``"package.module:function"``, a
+    ``factory(rest_of_spec: str, **options) -> LLMBackend``), e.g. from a plugin."""
+    BACKENDS[scheme] = target
 
 
 def available_schemes() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def _load_builtin() -> None:
-    # Importing the modules registers their schemes (lazy: keeps `import dptext.llm` cheap).
-    from dptext.llm import anthropic, local, openai, pool, ray_pool, recording  # noqa: F401
+    return sorted(BACKENDS)
 
 
 def http_options(spec: str, options: dict) -> dict:
@@ -64,16 +64,14 @@ def make_backend(spec: str, **options) -> LLMBackend:
     ``anthropic:MODEL``, ``bedrock:MODEL_ID``, ``pool:SPEC1,SPEC2,...`` (several servers
     of one model, ``pool.py``), ``ray:SPEC`` (SPEC on every node of the ``--engine ray``
     cluster, ``ray_pool.py``) or ``recording:``."""
-    _load_builtin()
     scheme, sep, rest = spec.partition(":")
     if not sep:
         scheme, rest = "local", spec
-    factory = _REGISTRY.get(scheme)
-    if factory is None:
+    if scheme not in BACKENDS:
         raise BackendSpecError(
             f"unknown LLM backend {scheme!r} in --llm {spec!r}; use one of "
-            + ", ".join(f"{s}:..." for s in sorted(_REGISTRY)))
-    return factory(rest, **options)
+            + ", ".join(f"{s}:..." for s in sorted(BACKENDS)))
+    return load(BACKENDS[scheme])(rest, **options)
 
 
 def split_model_url(rest: str, default_url: str | None) -> tuple[str, str]:

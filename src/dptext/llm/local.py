@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dptext.llm.base import register_backend
 from dptext.llm.errors import LLMError
 from dptext.llm.models import DEFAULT_LOCAL_MODEL, check_model, resolve_model_path
 from dptext.llm.openai import build_request, parse_response
@@ -121,7 +120,6 @@ class LocalGGUFBackend:
             self._server = None  # the Server frees the model when garbage-collected
 
 
-@register_backend("local")
-def _factory(rest: str, **options) -> LocalGGUFBackend:
+def from_spec(rest: str, **options) -> LocalGGUFBackend:
     check_model(rest or DEFAULT_LOCAL_MODEL)  # a typo is refused before a run is charged
     return LocalGGUFBackend(rest or DEFAULT_LOCAL_MODEL, **options)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from dptext.llm.base import register_backend, split_model_url
+from dptext.llm.base import split_model_url
 from dptext.llm.errors import LLMError, RetryableLLMError
 from dptext.llm.http import post_json
 from dptext.llm.secrets import Secret, redact, secret_from_env
@@ -112,8 +112,7 @@ class OpenAICompatBackend:
         pass
 
 
-@register_backend("openai")
-def _factory(rest: str, **options) -> OpenAICompatBackend:
+def from_spec(rest: str, **options) -> OpenAICompatBackend:
     model, url = split_model_url(rest, os.environ.get("OPENAI_BASE_URL") or OPENAI_URL)
     key_var = options.pop("api_key_env", "OPENAI_API_KEY")
     # a key is required only for the hosted service; local servers usually need none

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
-from dptext.llm.base import LLMBackend, http_options, make_backend, register_backend
+from dptext.llm.base import LLMBackend, http_options, make_backend
 from dptext.llm.errors import BackendSpecError, LLMError
 from dptext.llm.types import Completion, Prompt
 
@@ -83,8 +83,7 @@ class PoolBackend:
             m.close()
 
 
-@register_backend("pool")
-def _factory(rest: str, **options) -> PoolBackend:
+def from_spec(rest: str, **options) -> PoolBackend:
     specs = [s.strip() for s in rest.split(",") if s.strip()]
     if not specs:
         raise BackendSpecError("pool: give the members, e.g. "

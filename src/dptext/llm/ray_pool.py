@@ -24,7 +24,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
-from dptext.llm.base import LLMBackend, http_options, make_backend, register_backend
+from dptext.llm.base import LLMBackend, http_options, make_backend
 from dptext.llm.errors import BackendSpecError, LLMError, RetryableLLMError
 from dptext.llm.pool import PoolBackend
 from dptext.llm.types import Completion, Prompt
@@ -162,8 +162,7 @@ class RayLLMBackend:
                 self._pool = None
 
 
-@register_backend("ray")
-def _factory(rest: str, **options) -> RayLLMBackend:
+def from_spec(rest: str, **options) -> RayLLMBackend:
     if not rest:
         raise BackendSpecError("ray: give the backend each node runs, e.g. "
                                "ray:local:qwen2.5-0.5b or ray:openai:MODEL@URL")

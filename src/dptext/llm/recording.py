@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from dptext.llm.base import register_backend
 from dptext.llm.errors import RetryableLLMError
 from dptext.llm.types import Completion, Prompt
 
@@ -52,6 +51,5 @@ class RecordingBackend:
         pass
 
 
-@register_backend("recording")
-def _factory(rest: str, **options) -> RecordingBackend:
+def from_spec(rest: str, **options) -> RecordingBackend:
     return RecordingBackend(identity=f"recording:{rest}" if rest else "recording")
