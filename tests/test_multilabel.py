@@ -136,6 +136,7 @@ def test_generate_multilabel_csv_end_to_end(tmp_path, monkeypatch):
     # a document counts in at most 2 rows: L2 √(2·S)
     assert recs["class × term histogram"]["sensitivity"] == pytest.approx(np.sqrt(2 * s))
     assert report["parameters"]["max_labels_per_doc"] == 2
+    assert report["parameters"]["length"] == 30  # L's multi-label default
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "syn.release" / "documents.parquet")
@@ -162,6 +163,15 @@ def test_generate_multilabel_csv_end_to_end(tmp_path, monkeypatch):
         "classifiers"]["tfidf"]["synthetic"]
     assert {"micro_f1", "macro_f1", "subset_accuracy"} <= set(syn)
     assert set(syn["per_label_f1"]) <= set(TOP)
+
+
+def test_l_defaults_to_30_for_label_sets_in_the_api_as_on_the_command_line():
+    from dptext.generators.kps.generator import KPSGenerator
+
+    assert KPSGenerator().seeder_params(multilabel=True)["length"] == 30
+    assert KPSGenerator().seeder_params(multilabel=False)["length"] == 10
+    given = KPSGenerator(seeder={"length": 12})
+    assert given.seeder_params(multilabel=True)["length"] == 12
 
 
 @pytest.mark.parametrize("method", ["augpe", "pate"])

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from dptext.cli.app import console
 from dptext.generators.base import DEFAULT_EPSILON
-from dptext.generators.kps.options import PER_STAGE_EPSILONS
+from dptext.generators.kps.options import PER_STAGE_EPSILONS, with_default_length
 
 #: the help panels, in the order ``generate --help`` shows them (a first run needs the
 #: options outside ADVANCED only; the README's commands use no other)
@@ -160,7 +160,9 @@ SequenceMethod = Annotated[str, typer.Option(
     rich_help_panel=ADVANCED)]
 Ensemble = Annotated[str, typer.Option(help="KDE ensemble for iterative: log or linear.",
                                        rich_help_panel=ADVANCED)]
-Length = Annotated[int, typer.Option(help="L: keyphrases per sequence.", rich_help_panel=SEEDER)]
+Length = Annotated[int | None, typer.Option(
+    help="L: keyphrases per sequence (default: 10; 30 with --label-sep).",
+    rich_help_panel=SEEDER, show_default=False)]
 Features = Annotated[int, typer.Option(help="Random Fourier features per sketch.",
                                        rich_help_panel=ADVANCED)]
 Bandwidth = Annotated[float, typer.Option(help="Kernel bandwidth for unit-norm embeddings.",
@@ -270,6 +272,7 @@ SEEDER_OPTIONS = {
 _FORM = ("form", "form_share", "epsilon_form")  # the last two: not with --form off
 _MULTILABEL = ("max_labels_per_doc", "label_set_model")  # passed on only with --label-sep
 _FIELD = {"sequence_method": "method"}  # a CLI option's KeyphraseSeeder field
+_CLI_DEFAULTS = {"length": None}  # resolved with the corpus: with_default_length
 
 
 def seeder_options(command):
@@ -278,7 +281,7 @@ def seeder_options(command):
     keyword = inspect.Parameter.KEYWORD_ONLY
     own = inspect.signature(command, eval_str=True)
     added = [inspect.Parameter(name, keyword, annotation=alias,
-                               default=D[_FIELD.get(name, name)])
+                               default=_CLI_DEFAULTS.get(name, D[_FIELD.get(name, name)]))
              for name, alias in SEEDER_OPTIONS.items()]
 
     @functools.wraps(command)
@@ -305,12 +308,12 @@ def seeder_kwargs(kps: dict, multilabel: bool = False) -> dict:
     """KeyphraseSeeder's keyword arguments from the DP-KPS options' values ``kps``, by
     field name (the three ε as given: the seeder resolves the budget's form; --form as
     ``form_option`` reads it; ``_MULTILABEL`` only for a multi-label corpus: the options
-    as before them)."""
+    as before them; L, when not given, by ``with_default_length``)."""
     form = form_option(kps["form"])
     rest = {_FIELD.get(k, k): v for k, v in kps.items()
             if (form is not False or k not in _FORM[1:])  # --form off: no form options
             and (multilabel or k not in _MULTILABEL)}
-    return {**rest, "form": form}
+    return with_default_length({**rest, "form": form}, multilabel)
 
 
 def in_panel(alias, panel: str):

@@ -22,7 +22,7 @@ from dptext.generators.base import (
     check_resources,
 )
 from dptext.generators.kps.form import follow_forms
-from dptext.generators.kps.options import PER_STAGE_EPSILONS, budget_form
+from dptext.generators.kps.options import PER_STAGE_EPSILONS, budget_form, with_default_length
 from dptext.generators.kps.parameters import plan_parameters
 from dptext.generators.kps.sampling import KeyphraseSequence
 from dptext.generators.kps.seeder import KeyphraseSeeder
@@ -123,9 +123,10 @@ class KPSGenerator(BaseGenerator):
         self.seeder = {**{k: v for k, v in self.seeder.items() if k not in PER_STAGE_EPSILONS},
                        **form}
 
-    def seeder_params(self) -> dict[str, Any]:
-        return {**self.seeder, "delta": self.delta, "labels": self.labels,
-                "epsilon": self.epsilon}
+    def seeder_params(self, multilabel: bool = False) -> dict[str, Any]:
+        """KeyphraseSeeder's arguments for a corpus (``multilabel``: L's default)."""
+        return with_default_length({**self.seeder, "delta": self.delta, "labels": self.labels,
+                                    "epsilon": self.epsilon}, multilabel)
 
     def _prompting(self):
         from dptext.llm import LLMError, PromptTemplate, load_few_shot
@@ -154,11 +155,11 @@ class KPSGenerator(BaseGenerator):
 
     # ------------------------------------------------------------------ the run
     def plan(self, info: CorpusInfo) -> list[Release]:
-        return KeyphraseSeeder(**self.seeder_params()).planned_releases(info.labelled,
-                                                                        info.multilabel)
+        return KeyphraseSeeder(**self.seeder_params(info.multilabel)).planned_releases(
+            info.labelled, info.multilabel)
 
     def fit(self, corpus: Corpus, ctx: RunContext) -> dict[str, Any]:
-        seeder = KeyphraseSeeder(**self.seeder_params())
+        seeder = KeyphraseSeeder(**self.seeder_params(corpus.multilabel))
         # the stages, without elapsed times (they grow with the private corpus's size);
         # every release goes into the run's ledger as it is made, a failed fit's too
         rng = fit_seeder(seeder, corpus, seed=ctx.seed, say=ctx.say,

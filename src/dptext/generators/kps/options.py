@@ -29,6 +29,19 @@ SELECT = ("auto", "none")
 SELECTION_SPLITS = ("auto", "shared", "holdout")
 #: the paper's split, for a per-stage option not given beside the other one
 PER_STAGE_EPSILONS = {"epsilon_vocab": 1.0, "epsilon_kde": 5.0}
+#: L, keyphrases a sequence, when none is given: 10, and 30 for a multi-label corpus,
+#: whose documents hold their labels' terms past their first ones (radiology reports:
+#: 30 against 10 in 8 of 9 cells of docs/benchmarks.md, section multi-label)
+LENGTH, MULTILABEL_LENGTH = 10, 30
+
+
+def with_default_length(options: dict, multilabel: bool) -> dict:
+    """``options`` (KeyphraseSeeder's keyword arguments) with L set where none is given
+    (absent or None): ``MULTILABEL_LENGTH`` for a multi-label corpus, else ``LENGTH``.
+    The one rule for the CLI and ``dptext.synthesize``."""
+    if options.get("length") is not None:
+        return options
+    return {**options, "length": MULTILABEL_LENGTH if multilabel else LENGTH}
 
 
 def budget_form(epsilon: float | None, epsilon_vocab: float | None = None,
@@ -70,7 +83,7 @@ class SeederOptions:
     vocab_noise_terms: float = 10.0
     method: str = "independent"
     ensemble: str = "log"
-    length: int = 10
+    length: int = LENGTH
     features: int = 4000
     bandwidth: float = 1.0
     sampling: str = "contrastive"
