@@ -140,7 +140,7 @@ def study_cells(args) -> tuple[list[tuple], Callable[[str], dict]]:
 
 
 def fit(args) -> None:
-    import dptext.generators.pate.run as pate
+    import dptext.generators.pate.generator as pate
     import dptext.llm
     from bench_whole_documents import (
         cell_name,

@@ -8,7 +8,7 @@ from pathlib import Path
 def run_dpft(corpus, out: Path, *, base, epsilon: float = 8.0, n_documents=None,
              code_values=None, seed=None, resume: bool = False, **options) -> dict:
     """``DPFTGenerator`` on ``corpus`` (``base``: the tiny model); returns the report."""
-    from dptext.generators.dpft.run import DPFTGenerator
+    from dptext.generators.dpft.generator import DPFTGenerator
     from dptext.run import CorpusSource, run
 
     declared = dict(code_values or {})

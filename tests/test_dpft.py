@@ -382,7 +382,7 @@ def test_the_run_ledger_records_each_dpft_release_through_its_cap(tiny, tmp_path
 
     from dptext.generators.base import RunContext
     from dptext.generators.dpft import DPFTConfig
-    from dptext.generators.dpft.run import DPFTGenerator
+    from dptext.generators.dpft.generator import DPFTGenerator
     from dptext.privacy.ledger import BudgetExceededError
 
     gen = DPFTGenerator(epsilon=8.0, labels=DECLARED["label"], base=tiny(),

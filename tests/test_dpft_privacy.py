@@ -219,7 +219,7 @@ def _runs(path):
 
 
 def test_dpft_charges_the_corpus_before_any_model_is_loaded(tiny, tmp_path, monkeypatch):
-    import dptext.generators.dpft.generator as gen_mod
+    import dptext.generators.dpft.api as gen_mod
 
     path = _cli_corpus(tmp_path)
     loads = []
@@ -245,7 +245,7 @@ def test_dpft_charges_the_corpus_before_any_model_is_loaded(tiny, tmp_path, monk
 
 
 def test_a_dpft_run_killed_after_the_charge_stays_charged(tmp_path, monkeypatch):
-    import dptext.generators.dpft.generator as gen_mod
+    import dptext.generators.dpft.api as gen_mod
 
     def killed(*a, **k):
         raise KeyboardInterrupt
@@ -260,7 +260,7 @@ def test_a_dpft_run_killed_after_the_charge_stays_charged(tmp_path, monkeypatch)
 
 
 def test_an_infinite_epsilon_dpft_run_exhausts_the_budget(tiny, tmp_path, monkeypatch):
-    import dptext.generators.dpft.generator as gen_mod
+    import dptext.generators.dpft.api as gen_mod
 
     monkeypatch.setattr(gen_mod, "load_base", lambda *a, **k: tiny())
     path = _cli_corpus(tmp_path)
@@ -282,7 +282,7 @@ def test_an_infinite_epsilon_dpft_run_exhausts_the_budget(tiny, tmp_path, monkey
 def test_generate_method_dpft_passes_the_budget_on(tiny, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import dptext.generators.dpft.generator as gen_mod
+    import dptext.generators.dpft.api as gen_mod
     from dptext.cli import app
 
     monkeypatch.setattr(gen_mod, "load_base", lambda *a, **k: tiny())

@@ -62,7 +62,7 @@ def test_noise_plan_with_the_dp_label_set_meets_epsilon():
 
 def test_undeclared_label_error_names_no_private_value():
     from dptext.corpus import Corpus
-    from dptext.generators.pate.run import _classes
+    from dptext.generators.pate.generator import _classes
     from dptext.privacy.labels import PrivateValuesError
 
     c = Corpus(("a", "b"), ("sport", "Zebulon ward"))

@@ -89,7 +89,7 @@ def test_every_method_charges_first_resumes_free_and_leaves_a_release(
     # a second run at ε = 2 would take the corpus past 4.2: refused before any model is
     # loaded, any prompt sent or any release made
     monkeypatch.setattr("dptext.embed.load_embedder", _no_model)
-    monkeypatch.setattr("dptext.generators.dpft.generator.load_base", _no_model)
+    monkeypatch.setattr("dptext.generators.dpft.api.load_base", _no_model)
     backend = RecordingBackend()
     options = {k: v for k, v in _options(method, embedder, tiny).items()
                if k not in ("embedder", "base")}

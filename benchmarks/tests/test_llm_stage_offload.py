@@ -191,7 +191,7 @@ def test_cells_of_the_same_model_served_elsewhere_get_their_own_table():
 
 def test_pates_candidates_are_carried_written_there_once_and_its_run_ends_here(
         tmp_path, monkeypatch):
-    import dptext.generators.pate.run as pate
+    import dptext.generators.pate.generator as pate
     from dptext.corpus import Corpus
     from dptext.embed import load_embedder
     from dptext.generators.pate import PateConfig, PateGenerator

@@ -69,8 +69,8 @@ def _setup(copies: int, docs: int = 12, teachers: int = TEACHERS, words: str = "
 
 
 def _specs(epsilon: float, delta: float):
+    from dptext.generators.pate.generator import PateConfig
     from dptext.generators.pate.plan import plan_noise
-    from dptext.generators.pate.run import PateConfig
 
     cfg = PateConfig(epsilon=epsilon, delta=delta)
     return plan_noise(epsilon, delta, tutor=True, vocab=False, tutor_share=cfg.tutor_share,

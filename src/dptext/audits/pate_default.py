@@ -48,7 +48,7 @@ def pate_default_ratios(epsilon: float = 3.0, delta: float = 0.2, *, runs: int =
                         broken: str = "none") -> RatioSamples:
     """PATE's releases as its fit makes them (undeclared labels) on D and D' (above),
     ``runs`` runs a side: each run's likelihood ratio."""
-    from dptext.generators.pate.run import PateConfig, PateGenerator
+    from dptext.generators.pate.generator import PateConfig, PateGenerator
 
     copies = canary_copies(broken)
     words, term_shift = _adversary_terms()
@@ -94,7 +94,7 @@ def audit_pate_default(epsilon: float = 3.0, delta: float = 0.2, *, runs: int = 
 def _adversary_terms() -> tuple[str, np.ndarray]:
     """S = ``terms_per_doc`` (80) public terms no document of D holds, and the cells of the
     vocabulary histogram they move (its stated sensitivity √S)."""
-    from dptext.generators.pate.run import PateConfig
+    from dptext.generators.pate.generator import PateConfig
     from dptext.text.extract import FirstTermCounts
     from dptext.text.vocabulary import load_vocabulary
 

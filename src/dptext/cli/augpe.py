@@ -14,8 +14,8 @@ import typer
 from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
+from dptext.generators.augpe.evolution import AugPEConfig
 from dptext.generators.augpe.generator import AugPEGenerator
-from dptext.generators.augpe.run import AugPEConfig
 from dptext.generators.base import DEFAULT_EPSILON
 
 AUGPE = "Aug-PE"

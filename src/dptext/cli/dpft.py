@@ -1,5 +1,5 @@
 """``dptext dpft`` (= ``dptext generate --method dpft``): synthetic documents from a local
-LM fine-tuned with DP-SGD, through the run lifecycle (``dptext.generators.dpft.run``)."""
+LM fine-tuned with DP-SGD, through the run lifecycle (``dptext.generators.dpft.generator``)."""
 
 from __future__ import annotations
 

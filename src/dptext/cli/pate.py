@@ -11,7 +11,7 @@ from dptext.cli import options as o
 from dptext.cli.app import app
 from dptext.cli.generate import DEFAULT_LLM
 from dptext.generators.base import DEFAULT_EPSILON
-from dptext.generators.pate.run import PateConfig
+from dptext.generators.pate.generator import PateConfig
 
 PATE = "PATE"
 Embedder = o.in_panel(o.Embedder, PATE)

@@ -11,8 +11,8 @@ from dptext.lazy import load
 GENERATORS: dict[str, str] = {
     "kps": "dptext.generators.kps.generator:KPSGenerator",
     "augpe": "dptext.generators.augpe.generator:AugPEGenerator",
-    "pate": "dptext.generators.pate.run:PateGenerator",
-    "dpft": "dptext.generators.dpft.run:DPFTGenerator",
+    "pate": "dptext.generators.pate.generator:PateGenerator",
+    "dpft": "dptext.generators.dpft.generator:DPFTGenerator",
 }
 
 

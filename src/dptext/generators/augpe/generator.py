@@ -1,4 +1,4 @@
-"""Aug-PE behind the generator interface (``run.py`` is the algorithm). Its fit calls the
+"""Aug-PE behind the generator interface (``evolution.py`` is the algorithm). Its fit calls the
 LLM between releases: each iteration's noisy votes are saved before any prompt uses them,
 so a killed run resumes mid-iteration from ``ctx.dir`` without new noise."""
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from dptext.corpus import Corpus
+from dptext.generators.augpe.evolution import CLASS_NAMES_NOTE, LLM_NOTE, AugPEConfig, run_augpe
 from dptext.generators.augpe.privacy import planned_releases
-from dptext.generators.augpe.run import CLASS_NAMES_NOTE, LLM_NOTE, AugPEConfig, run_augpe
 from dptext.generators.augpe.state import RunState
 from dptext.generators.base import (
     DEFAULT_EPSILON,

@@ -6,8 +6,8 @@ exposure attack, and a non-private ICL reference. Never imports ``dptext.llm``,
 except ``dpft.icl`` (the ICL reference, which is not private).
 """
 
+from dptext.generators.dpft.api import NOT_PRIVATE, DPFineTuneGenerator
 from dptext.generators.dpft.codes import CodeDistribution, format_codes
-from dptext.generators.dpft.generator import NOT_PRIVATE, DPFineTuneGenerator
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig
 from dptext.generators.dpft.train import DPFTConfig
 

@@ -141,7 +141,7 @@ def canary_experiment(corpus: Corpus, epsilons: Sequence[float], *, delta: float
                       insertions: Sequence[int] = (1, 10, 100), config=None, model=None,
                       base_factory=None, seed: int = 0, progress: bool = False) -> list[dict]:
     """Insert canaries, fine-tune once per ε (``math.inf`` = without DP), rank them."""
-    from dptext.generators.dpft.generator import DPFineTuneGenerator
+    from dptext.generators.dpft.api import DPFineTuneGenerator
 
     rng = np.random.default_rng(seed)
     labels = corpus.classes

@@ -5,6 +5,6 @@ See docs/pate.md for the algorithm and its privacy analysis; ``PateGenerator`` i
 behind the generator interface.
 """
 
-from dptext.generators.pate.run import PateConfig, PateGenerator
+from dptext.generators.pate.generator import PateConfig, PateGenerator
 
 __all__ = ["PateConfig", "PateGenerator"]
