@@ -14,8 +14,8 @@ import pytest
 from dptext.compute import LocalEngine, map_sum
 from dptext.corpus import Corpus
 from dptext.generators.augpe import AugPEConfig, nearest_votes, run_augpe
+from dptext.generators.augpe import evolution as augpe_evolution
 from dptext.generators.augpe import privacy as augpe_privacy
-from dptext.generators.augpe import run as augpe_run
 from dptext.generators.augpe.privacy import VoteCounts
 from dptext.generators.pate.shards import shard_of
 from dptext.generators.pate.teachers import TeacherVotes, _teacher_predictions, teacher_votes
@@ -116,7 +116,7 @@ def run_augpe_votes(corpus: Corpus, embedder, run_dir, monkeypatch, iterations: 
         captured.append({c: np.array(v) for c, v in counts.items()})
         return release(counts, noise, ledger, t)
 
-    monkeypatch.setattr(augpe_run, "release_histograms", capture)
+    monkeypatch.setattr(augpe_evolution, "release_histograms", capture)
     cfg = AugPEConfig(document_type="clinical note", per_class=3, iterations=iterations,
                       random_words=0, embedder=embedder, max_tokens=32)
     result = run_augpe(corpus, cfg, cfg.noise(4.0, 1e-5), RecordingBackend(answer=_answer),
