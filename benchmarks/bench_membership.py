@@ -180,15 +180,16 @@ def main() -> None:
             results = []
             for seed, (key, make) in enumerate(makers):
                 cell = {"corpus": corpus, "release": key}
-                if not store.has(cell):
+                res = store.get(cell)
+                if res is None:
                     t = time.perf_counter()
-                    res = membership(make(private), private, test, encoder, seed)
-                    store.add({**cell, "members": len(private), "non_members": len(test),
-                               "n_members": res["n_members"], "attacks": {
-                                   k: {f: v[f] for f in ("auc", "auc_ci", "tpr_at_fpr")}
-                                   for k, v in res["attacks"].items()},
-                               "seconds": round(time.perf_counter() - t, 1)})
-                res = next(r for r in store.rows() if store.key(r) == store.key(cell))
+                    scored = membership(make(private), private, test, encoder, seed)
+                    res = {**cell, "members": len(private), "non_members": len(test),
+                           "n_members": scored["n_members"], "attacks": {
+                               k: {f: v[f] for f in ("auc", "auc_ci", "tpr_at_fpr")}
+                               for k, v in scored["attacks"].items()},
+                           "seconds": round(time.perf_counter() - t, 1)}
+                    store.add(res)
                 results.append(res)
                 sizes[corpus] = (res["members"], res["non_members"], res["n_members"])
                 print(f"{corpus}: {name} ε={eps_label} {key}: " + ", ".join(

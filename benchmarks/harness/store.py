@@ -43,7 +43,7 @@ class ResultStore:
         self.path, self.key_fields = Path(path), tuple(key)
         self.resume = [Path(p) for p in resume]
         self._rows = [r for p in [*self.resume, self.path] for r in load_rows(p)]
-        self._done = {self.key(r) for r in self._rows}
+        self._by_key = {self.key(r): r for r in self._rows}
 
     def key(self, row: dict) -> tuple:
         """The row's cell: its value of each key field (None where the row has none, so
@@ -51,12 +51,16 @@ class ResultStore:
         return tuple(row.get(f) for f in self.key_fields)
 
     def has(self, cell: dict) -> bool:
-        return self.key(cell) in self._done
+        return self.key(cell) in self._by_key
+
+    def get(self, cell: dict) -> dict | None:
+        """The row of ``cell`` (the last one written, where a key repeats), or None."""
+        return self._by_key.get(self.key(cell))
 
     def add(self, row: dict) -> None:
         append_row(self.path, row)
         self._rows.append(row)
-        self._done.add(self.key(row))
+        self._by_key[self.key(row)] = row
 
     def rows(self) -> list[dict]:
         return list(self._rows)
