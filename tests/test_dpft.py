@@ -317,6 +317,35 @@ def test_sample_next_draws_from_the_filtered_distribution():
     assert float((freq - p).abs().max()) < 0.015  # 20,000 draws: sd of a frequency ≤ 0.0036
 
 
+def test_rows_end_at_the_first_special_token():
+    """EOS or any other special token (a chat template's turn marker) ends a document."""
+    import torch
+
+    from dptext.generators.dpft.sample import _stop_rows
+
+    rows = torch.tensor([[5, 6, 2, 7], [9, 1, 8, 2], [5, 6, 7, 8], [1, 5, 6, 7]])
+    assert _stop_rows(rows, torch.tensor([1, 2])) == [[5, 6], [9], [5, 6, 7, 8], []]
+
+
+def test_a_document_that_decodes_empty_is_drawn_again_up_to_the_limit():
+    from dptext.generators.dpft.sample import _draw_groups
+
+    calls = []
+    answers = {"a": iter([["", "x1", ""], ["a2", ""], [""]]), "b": iter([["", ""], ["", ""],
+                                                                         ["b3", ""]])}
+
+    def draw(key, b):
+        calls.append((key, b))
+        out = next(answers[key])
+        assert len(out) == b  # only the empty ones are drawn again
+        return out
+
+    texts = _draw_groups({"a": [0, 2, 4], "b": [1, 3]}, draw, batch_size=8, draws=3, n=5)
+    assert texts == ["a2", "b3", "x1", "", ""]  # index 4: empty after its third draw
+    assert calls == [("a", 3), ("a", 2), ("a", 1), ("b", 2), ("b", 2), ("b", 2)]
+    assert _draw_groups({"a": [0]}, lambda key, b: [""], 8, 1, 1) == [""]
+
+
 @pytest.mark.slow
 def test_real_smollm2_through_the_cli(tmp_path):
     """The real default base model (SmolLM2-135M from the GGUF) takes DP-SGD steps via

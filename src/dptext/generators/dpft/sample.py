@@ -27,6 +27,7 @@ class SamplingConfig:
     top_p: float = 0.95
     temperature: float = 1.0
     batch_size: int = 64  # rows decoded together; on a CPU 64 costs ~0.7x per row of 16
+    draws: int = 3  # a document that decodes empty is drawn again: at most this many draws
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,37 @@ def _decode(tok, rows: list[list[int]]) -> list[str]:
     return [tok.decode(r, skip_special_tokens=True).strip() for r in rows]
 
 
-def _stop_rows(tokens: torch.Tensor, eos: int) -> list[list[int]]:
-    out = []
-    for row in tokens.tolist():
-        out.append(row[: row.index(eos)] if eos in row else row)
-    return out
+def stop_ids(tok) -> torch.Tensor:
+    """The tokens a document ends at: EOS and every other special token (a base model's
+    chat-template markers, e.g. ``<|im_start|>``, begin a turn, not more document: a
+    weakly tuned instruct model otherwise writes "user" or "assistant" and a chat)."""
+    return torch.tensor(sorted({*tok.all_special_ids, tok.eos_token_id}))
+
+
+def _stop_rows(tokens: torch.Tensor, stops: torch.Tensor) -> list[list[int]]:
+    """Each row cut before its first stop token (``stop_ids``)."""
+    hit = torch.isin(tokens, stops)
+    ends = torch.where(hit.any(1), hit.int().argmax(1), tokens.shape[1]).tolist()
+    return [row[:end] for row, end in zip(tokens.tolist(), ends, strict=True)]
+
+
+def _draw_groups(groups: dict, draw, batch_size: int, draws: int, n: int) -> list[str]:
+    """The texts of ``n`` prompts grouped by what conditions them (``groups``: key →
+    indices), ``draw(key, b)`` decoding ``b`` texts of one group, ``batch_size`` at a
+    time. A text that decodes empty (the model stopped at once) is drawn again, at most
+    ``draws`` draws in all; one still empty then is left empty."""
+    texts = [""] * n
+    for key, idx in groups.items():
+        todo = idx
+        for _ in range(max(1, draws)):
+            for s in range(0, len(todo), batch_size):
+                chunk = todo[s: s + batch_size]
+                for i, t in zip(chunk, draw(key, len(chunk)), strict=True):
+                    texts[i] = t
+            todo = [i for i in todo if not texts[i]]
+            if not todo:
+                break
+    return texts
 
 
 @torch.no_grad()
@@ -92,18 +119,12 @@ def generate(lm, tok, code_strings: Sequence[str], cfg: SamplingConfig, *,
     sampling nor re-seeded."""
     gen = torch.Generator().manual_seed(seed)
     lm.eval()
-    texts: list[str | None] = [None] * len(code_strings)
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(code_strings):
         groups.setdefault(c, []).append(i)
-    for codes, idx in groups.items():
-        prompt = prompt_ids(tok, codes)
-        for s in range(0, len(idx), cfg.batch_size):
-            chunk = idx[s: s + cfg.batch_size]
-            rows = _sample_batch(lm, tok, prompt, len(chunk), cfg, gen)
-            for i, t in zip(chunk, _decode(tok, rows), strict=True):
-                texts[i] = t
-    return [t or "" for t in texts]
+    return _draw_groups(groups, lambda codes, b: _decode(tok, _sample_batch(
+        lm, tok, prompt_ids(tok, codes), b, cfg, gen)), cfg.batch_size, cfg.draws,
+        len(code_strings))
 
 
 def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
@@ -114,6 +135,7 @@ def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
     pkv = None
     generated = []
     done = torch.zeros(b, dtype=torch.bool)
+    stops = stop_ids(tok)
     for _ in range(cfg.max_new_tokens):
         out = lm(input_ids=ids, past_key_values=pkv, use_cache=True)
         pkv = out.past_key_values
@@ -121,13 +143,13 @@ def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
         nxt = sample_next(logits, cfg.top_k, cfg.top_p, gen)
         nxt[done] = tok.eos_token_id
         generated.append(nxt)
-        done |= nxt.squeeze(1) == tok.eos_token_id
+        done |= torch.isin(nxt.squeeze(1), stops)
         if bool(done.all()):
             break
         ids = nxt
     if not generated:
         return [[] for _ in range(b)]
-    return _stop_rows(torch.cat(generated, 1), tok.eos_token_id)
+    return _stop_rows(torch.cat(generated, 1), stops)
 
 
 def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets: Sequence[int],
@@ -137,17 +159,12 @@ def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets
     gen = torch.Generator().manual_seed(seed)
     lm.eval()
     out_emb = lm.get_output_embeddings()
-    texts: list[str] = [""] * len(code_strings)
     groups: dict[tuple[str, int], list[int]] = {}
     for i, (c, y) in enumerate(zip(code_strings, targets, strict=True)):
         groups.setdefault((c, y), []).append(i)
-    for (codes, y), idx in groups.items():
-        for s in range(0, len(idx), cfg.batch_size):
-            chunk = idx[s: s + cfg.batch_size]
-            rows = _pplm_batch(lm, head, out_emb, tok, codes, y, len(chunk), cfg, pplm, gen)
-            for i, t in zip(chunk, _decode(tok, rows), strict=True):
-                texts[i] = t
-    return texts
+    return _draw_groups(groups, lambda key, b: _decode(tok, _pplm_batch(
+        lm, head, out_emb, tok, *key, b, cfg, pplm, gen)), cfg.batch_size, cfg.draws,
+        len(code_strings))
 
 
 def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PPLMConfig,
@@ -159,6 +176,7 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
     pooled_sum = torch.zeros(b, lm.config.hidden_size)
     generated = []
     done = torch.zeros(b, dtype=torch.bool)
+    stops = stop_ids(tok)
     for count in range(cfg.max_new_tokens):  # count: text tokens pooled so far
         with torch.no_grad():
             oc = lm(input_ids=cond, past_key_values=pkv_c, use_cache=True,
@@ -186,11 +204,11 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
             nxt[done] = tok.eos_token_id
         pooled_sum = pooled_sum + h_u
         generated.append(nxt)
-        done |= nxt.squeeze(1) == tok.eos_token_id
+        done |= torch.isin(nxt.squeeze(1), stops)
         if bool(done.all()):
             break
         cond, unc = nxt, nxt
-    return _stop_rows(torch.cat(generated, 1), tok.eos_token_id)
+    return _stop_rows(torch.cat(generated, 1), stops)
 
 
 def _logits(out_emb: nn.Linear, hidden: torch.Tensor) -> torch.Tensor:
