@@ -327,23 +327,35 @@ def test_rows_end_at_the_first_special_token():
     assert _stop_rows(rows, torch.tensor([1, 2])) == [[5, 6], [9], [5, 6, 7, 8], []]
 
 
-def test_a_document_that_decodes_empty_is_drawn_again_up_to_the_limit():
-    from dptext.generators.dpft.sample import _draw_groups
+def test_no_stop_token_before_min_new_tokens():
+    """A model that would stop at once (EOS, or a chat marker, most likely at every step)
+    writes ``min_new_tokens`` tokens first, then stops; the prompts' order is kept."""
+    from types import SimpleNamespace
 
-    calls = []
-    answers = {"a": iter([["", "x1", ""], ["a2", ""], [""]]), "b": iter([["", ""], ["", ""],
-                                                                         ["b3", ""]])}
+    import torch
 
-    def draw(key, b):
-        calls.append((key, b))
-        out = next(answers[key])
-        assert len(out) == b  # only the empty ones are drawn again
-        return out
+    from dptext.generators.dpft.sample import SamplingConfig, generate
 
-    texts = _draw_groups({"a": [0, 2, 4], "b": [1, 3]}, draw, batch_size=8, draws=3, n=5)
-    assert texts == ["a2", "b3", "x1", "", ""]  # index 4: empty after its third draw
-    assert calls == [("a", 3), ("a", 2), ("a", 1), ("b", 2), ("b", 2), ("b", 2)]
-    assert _draw_groups({"a": [0]}, lambda key, b: [""], 8, 1, 1) == [""]
+    class StopsAtOnce(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, use_cache=True):
+            logits = torch.zeros(input_ids.shape[0], input_ids.shape[1], 10)
+            logits[..., 2], logits[..., 1], logits[..., 7] = 10.0, 9.0, 5.0  # EOS, marker
+            return SimpleNamespace(logits=logits, past_key_values=None)
+
+    class Tokenizer:
+        dpft_bos_id, dpft_sep_id, eos_token_id, all_special_ids = 3, 4, 2, [0, 1, 2]
+
+        def __call__(self, text, add_special_tokens=False):
+            return SimpleNamespace(input_ids=[5])
+
+        def decode(self, row, skip_special_tokens=True):
+            return " ".join(map(str, row))
+
+    tokenizer = Tokenizer()
+    cfg = SamplingConfig(max_new_tokens=6, top_k=1, min_new_tokens=3)
+    assert generate(StopsAtOnce(), tokenizer, ["a", "b", "a"], cfg) == ["7 7 7"] * 3
+    plain = SamplingConfig(max_new_tokens=6, top_k=1, min_new_tokens=0)
+    assert generate(StopsAtOnce(), tokenizer, ["a"], plain) == [""]
 
 
 @pytest.mark.slow
