@@ -1,4 +1,5 @@
-"""Silver coreference on LitBank: real passages and DP-KPS novels under ``--coref-gold``.
+"""Silver coreference on LitBank: real passages and DP-KPS and dpft novels under
+``--coref-gold``.
 
 The private corpus is played by passages of the LitBank novels past each book's annotated
 opening (one passage a novel, at a position drawn by the seed), from the novels of the gold
@@ -14,16 +15,22 @@ the gold test documents with the default caps of ``CorefConfig``:
 * ``kps`` — DP-KPS fitted unlabelled on the seed's real passages with its defaults at each
   ``--epsilons`` (ε = 1000 stands for ε → ∞), ``--documents`` passages of at most
   ``--max-tokens`` tokens written by ``--llm`` through ``dptext.synthesize`` (the call of
-  ``bench_whole_documents``), then scored exactly as the real passages are.
+  ``bench_whole_documents``), then scored exactly as the real passages are;
+* ``dpft`` — DP fine-tuning (SmolLM2-135M + LoRA, DP-SGD, its defaults: 128 tokens of
+  each passage) unlabelled on the same passages at each ε, ``--documents`` passages of
+  ``--max-tokens`` new tokens sampled from the tuned model; no LLM server.
 
 Resumable across sessions: a DP-KPS cell's run folder (the DP releases, the prompts and
-the LLM's completions; the private corpus is public LitBank text) lives in the repository
+the LLM's completions, or dpft's checkpoints and samples; the private corpus is public
+LitBank text) lives in the repository
 under ``benchmarks/results/coreference/cells/`` and is committed with the results file
 ``benchmarks/results/coreference/results.jsonl``; an interrupted cell continues without
 new noise or repeated prompts, a finished one is skipped. Rows hold scores, never text.
 
     nice -n 10 python benchmarks/bench_coref.py --rows real,real-short --seeds 0,1,2
     DPTEXT_LLM_THREADS=1 nice -n 10 python benchmarks/bench_coref.py --rows kps \\
+        --epsilons 6,1000 --seeds 0,1,2 --documents 24 --max-tokens 200
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_coref.py --rows dpft \\
         --epsilons 6,1000 --seeds 0,1,2 --documents 24 --max-tokens 200
     python benchmarks/bench_coref.py --report --write
 
@@ -58,7 +65,8 @@ PASSAGE_CHARS = 8000
 DOCUMENT_TYPE = "passage from a novel"
 HERE = Path(__file__).resolve().parent / "results" / SECTION
 RESULTS = HERE / "results.jsonl"
-ROW_KINDS = ("real", "real-short", "kps")
+ROW_KINDS = ("real", "real-short", "kps", "dpft")
+GENERATORS = {"kps": "DP-KPS", "dpft": "DP fine-tuning"}
 KEY = ("row", "epsilon", "seed", "documents", "max_tokens", "real_words", "llm")
 SCORES = ("conll_f1", "muc", "b3", "ceafe", "mentions")
 
@@ -119,29 +127,37 @@ def silver_scores(texts: list[str], seed: int) -> dict:
                        for k, v in res["models"].items()}}
 
 
-def cell_name(eps: float, seed: int, documents: int, max_tokens: int) -> str:
-    return f"kps-eps{eps:g}-n{documents}-t{max_tokens}-s{seed}"
+def cell_name(method: str, eps: float, seed: int, documents: int, max_tokens: int) -> str:
+    return f"{method}-eps{eps:g}-n{documents}-t{max_tokens}-s{seed}"
 
 
-def kps_row(args, eps: float, seed: int) -> dict:
-    """DP-KPS unlabelled on the seed's passages, its documents scored by ``silver_scores``
-    (the run resumes from its folder under ``cells/``)."""
-    folder = HERE / "cells" / cell_name(eps, seed, args.documents, args.max_tokens)
+def generator_row(args, method: str, eps: float, seed: int) -> dict:
+    """A generator (``GENERATORS``) unlabelled on the seed's passages, its documents scored
+    by ``silver_scores`` (the run resumes from its folder under ``cells/``)."""
+    folder = HERE / "cells" / cell_name(method, eps, seed, args.documents, args.max_tokens)
     folder.mkdir(parents=True, exist_ok=True)
     corpus = Corpus(texts=tuple(private_passages(args.original, seed)), source="litbank")
     data = BenchData(f"litbank-s{seed}", corpus, Labelled(texts=(), labels=()),
                      DOCUMENT_TYPE, args.max_tokens)
-    with Timer(folder) as timer, llm_lock(args.llm_lock):
-        pairs, calls, spent = generator_documents(
-            "kps", data, eps, args.documents, seed, folder, shared_backend(args.llm), 1,
-            labels=None)
+    if method == "dpft":
+        from dptext.generators.dpft.sample import SamplingConfig
+
+        with Timer(folder) as timer:
+            pairs, calls, spent = generator_documents(
+                "dpft", data, eps, args.documents, seed, folder, None, 1, labels=None,
+                sampling=SamplingConfig(max_new_tokens=args.max_tokens))
+    else:
+        with Timer(folder) as timer, llm_lock(args.llm_lock):
+            pairs, calls, spent = generator_documents(
+                "kps", data, eps, args.documents, seed, folder, shared_backend(args.llm), 1,
+                labels=None)
     return {"llm_calls": calls, "spent_epsilon": spent, "generate_s": round(timer.total, 1),
             **silver_scores([t for t, _ in pairs], seed)}
 
 
 def run_row(args, kind: str, eps: float | None, seed: int) -> dict:
-    if kind == "kps":
-        return kps_row(args, eps, seed)
+    if kind in GENERATORS:
+        return generator_row(args, kind, eps, seed)
     texts = private_passages(args.original, seed)
     if kind == "real-short":
         texts = short_passages(texts, args.documents, args.real_words, seed)
@@ -149,14 +165,15 @@ def run_row(args, kind: str, eps: float | None, seed: int) -> dict:
 
 
 def design(args) -> list[dict]:
-    """The requested cells in the order they run: the real rows, then DP-KPS by seed (both
-    ε of a seed before the next seed)."""
+    """The requested cells in the order they run: the real rows, then each generator by
+    seed (every ε of a seed before the next seed); dpft's cells have no LLM."""
     sized = {"documents": args.documents, "max_tokens": args.max_tokens}
     cells = [{"row": "real", "seed": s} for s in args.seeds if "real" in args.rows]
     cells += [{"row": "real-short", "seed": s, "documents": args.documents,
                "real_words": args.real_words} for s in args.seeds if "real-short" in args.rows]
-    cells += [{"row": "kps", "epsilon": e, "seed": s, **sized, "llm": args.llm}
-              for s in args.seeds for e in args.epsilons if "kps" in args.rows]
+    cells += [{"row": g, "epsilon": e, "seed": s, **sized,
+               "llm": args.llm if g == "kps" else None}
+              for g in GENERATORS if g in args.rows for s in args.seeds for e in args.epsilons]
     return cells
 
 
@@ -175,12 +192,9 @@ def table(store: ResultStore, args) -> str:
     if short:
         groups.append((f"real passages cut to {args.real_words} words, silver chains",
                        "synthetic_silver", short))
-    kps = {eps: cell for eps in args.epsilons if (cell := [
-        r for r in rows if r["row"] == "kps" and r["epsilon"] == eps
-        and r["seed"] in args.seeds and r["documents"] == args.documents
-        and r["max_tokens"] == args.max_tokens and r["llm"] == args.llm])}
-    groups += [(f"DP-KPS ε = {eps_label(eps)}, silver chains", "synthetic_silver", cell)
-               for eps, cell in kps.items()]
+    made = {g: generator_cells(rows, g, args) for g in GENERATORS}
+    groups += [(f"{GENERATORS[g]} ε = {eps_label(eps)}, silver chains", "synthetic_silver",
+                cell) for g, cells in made.items() for eps, cell in cells.items()]
     if real:
         groups.append(("control: real-passage silver, chains shuffled", "shuffled_control",
                        real))
@@ -198,14 +212,23 @@ def table(store: ResultStore, args) -> str:
         "behaves (a gold ceiling, real text's silver chains, a control that must score "
         "lowest), not what to expect on clinical notes.\n\n"
         + (_protocol(real[0]) if real else "")
-        + _sizes(args, [r for cell in kps.values() for r in cell])
+        + _sizes(args, made)
         + markdown_table(["trained on", "docs", "mean words", "seeds", "CoNLL F1", "MUC F1",
                           "B³ F1", "CEAF-e F1", "mention F1"], body)
-        + _reading(short, kps, args)
+        + _reading(short, made, args)
         + "\n\nCells of the requested design not run (yet):"
         + ("\n\n" + "\n".join(f"* {_cell_text(c)}" for c in missing) if missing
            else " none.")
-        + "\n\nNot run here: Aug-PE and dpft synthetic novels.")
+        + "\n\nNot run here: Aug-PE's synthetic novels (ten LLM calls a document).")
+
+
+def generator_cells(rows: list[dict], generator: str, args) -> dict[float, list[dict]]:
+    """A generator's rows of the requested size, by ε (those with none left out)."""
+    llm = args.llm if generator == "kps" else None
+    return {eps: cell for eps in args.epsilons if (cell := [
+        r for r in rows if r["row"] == generator and r["epsilon"] == eps
+        and r["seed"] in args.seeds and r["documents"] == args.documents
+        and r["max_tokens"] == args.max_tokens and r.get("llm") == llm])}
 
 
 def eps_label(eps: float) -> str:
@@ -216,19 +239,19 @@ def _conll(rows: list[dict], model: str) -> float:
     return float(np.mean([r["models"][model]["conll_f1"] for r in rows]))
 
 
-def _reading(short: list[dict], kps: dict[float, list[dict]], args) -> str:
-    """The DP-KPS rows against the reference and the control of the same size."""
-    if not (short and kps):
+def _reading(short: list[dict], made: dict[str, dict[float, list[dict]]], args) -> str:
+    """The generators' rows against the reference and the control of the same size."""
+    if not (short and any(made.values())):
         return ""
     ref, floor = _conll(short, "synthetic_silver"), _conll(short, "shuffled_control")
-    parts = [f"ε = {eps_label(eps)}: {_conll(cell, 'synthetic_silver'):.3f} "
-             f"({_conll(cell, 'synthetic_silver') - ref:+.3f}; {len(cell)} "
-             f"seed{'s' * (len(cell) > 1)})"
-             for eps, cell in kps.items()]
+    parts = [f"{GENERATORS[g]} (difference to the real passages): " + "; ".join(
+        f"ε = {eps_label(eps)}: {_conll(cell, 'synthetic_silver'):.3f} "
+        f"({_conll(cell, 'synthetic_silver') - ref:+.3f}; {len(cell)} "
+        f"seed{'s' * (len(cell) > 1)})" for eps, cell in cells.items())
+        for g, cells in made.items() if cells]
     return (f"\n\nAt the same size ({args.documents} documents of about {args.real_words} "
             f"words), the mean CoNLL F1 of real passages' silver chains is {ref:.3f} and of "
-            f"their shuffled control {floor:.3f}; DP-KPS (difference to the real passages): "
-            + "; ".join(parts) + ".\n\n" + READING)
+            f"their shuffled control {floor:.3f}. " + ". ".join(parts) + ".\n\n" + READING)
 
 
 #: what the DP-KPS rows of the committed run show (``--report`` of other cells: reread it)
@@ -261,11 +284,19 @@ def _protocol(r0: dict) -> str:
         "annotated, before the 1000-token cap.\n\n")
 
 
-def _sizes(args, kps: list[dict]) -> str:
+def _sizes(args, made: dict[str, dict[float, list[dict]]]) -> str:
+    kps = [r for cell in made["kps"].values() for r in cell]
+    dpft = [r for cell in made["dpft"].values() for r in cell]
+    text = "" if not dpft else (
+        f"DP fine-tuning: unlabelled, its defaults at the total ε (SmolLM2-135M + LoRA, "
+        f"DP-SGD on the first 128 tokens of each passage), then {args.documents} documents "
+        f"of {args.max_tokens} new tokens sampled from the tuned model; a cell took "
+        f"{np.mean([r['generate_s'] for r in dpft]) / 60:.0f} min to train and sample "
+        "(mean).\n\n")
     if not kps:
-        return ""
+        return text
     gen = np.mean([r["generate_s"] for r in kps]) / 60
-    return (
+    return text + (
         f"DP-KPS: unlabelled, its defaults at the total ε (δ = 1e-5), fitted on the seed's "
         f"real passages, then {args.documents} documents (\"{DOCUMENT_TYPE}\", at most "
         f"{args.max_tokens} tokens each) written by `{args.llm}` — fewer and shorter "
@@ -276,9 +307,9 @@ def _sizes(args, kps: list[dict]) -> str:
 
 
 def _cell_text(c: dict) -> str:
-    if c["row"] == "kps":
-        return (f"DP-KPS ε = {c['epsilon']:g}, seed {c['seed']}, {c['documents']} documents "
-                f"of ≤ {c['max_tokens']} tokens")
+    if c["row"] in GENERATORS:
+        return (f"{GENERATORS[c['row']]} ε = {c['epsilon']:g}, seed {c['seed']}, "
+                f"{c['documents']} documents of ≤ {c['max_tokens']} tokens")
     return f"{c['row']}, seed {c['seed']}"
 
 

@@ -1,4 +1,5 @@
-"""Membership inference on BBC News and the complaints: DP-KPS releases and copy controls.
+"""Membership inference on BBC News and the complaints: synthetic releases, the LLM-only
+floor and copy controls.
 
 Members are a corpus's training split (the private corpus a release is fitted on),
 non-members its test split. Every release is scored by the evaluation suite's
@@ -12,7 +13,9 @@ private corpus, what ``dptext evaluate --private`` runs):
 * with ``--documents DIR``: the whole documents of every generator's cells that
   ``bench_whole_documents.py --work-dir DIR`` finished for the corpus (any method, ε,
   seed and size), scored as documents, and beside them a copy control of the same size
-  (the cells' ``real`` sample: as many real training documents a class, verbatim);
+  (the cells' ``real`` sample: as many real training documents a class, verbatim); the
+  LLM-only floor's cells (documents from uniformly drawn public words: nothing private)
+  are the attacks' null on LLM-written text;
 * the copy control: a "release" that is a verbatim copy of a fifth of the training
   documents (a different fifth per seed), scored as whole documents.
 
@@ -20,10 +23,12 @@ The figures are computed on public corpora standing in for private data.
 
     nice -n 10 python benchmarks/bench_membership.py --corpora bbc-news,complaints \
         --epsilons 3,6,inf --seeds 0,1,2 --documents benchmarks/results/membership --write
-    # the cells it scores (a local LLM; about 10 min a cell on one core):
-    nice -n 10 python benchmarks/bench_whole_documents.py --corpora bbc-news --methods kps \
-        --epsilons 6,1000,3 --per-class 20 --work-dir benchmarks/results/membership \
-        --results benchmarks/results/membership/documents.jsonl --concurrency 1
+    # the cells it scores (a local LLM, one thread: DP-KPS and the floor about 10 min a
+    # cell, PATE about 30 min a seed for all three ε, which share its candidate pool):
+    DPTEXT_LLM_THREADS=1 nice -n 10 python benchmarks/bench_whole_documents.py \
+        --corpora bbc-news --methods kps,pate,floor --epsilons 6,1000,3 --per-class 20 \
+        --work-dir benchmarks/results/membership --concurrency 1 \
+        --results benchmarks/results/membership/documents.jsonl
 
 Each release's scores go to ``benchmarks/results/membership/attacks.jsonl`` as they are
 computed (no text: AUCs, intervals, TPRs); a rerun scores only the releases not there.
@@ -86,19 +91,22 @@ def copy_release(private: Labelled, seed: int) -> Labelled:
                     labels=tuple(private.labels[i] for i in pick), source="copy of 1/5")
 
 
-def document_cells(root: Path, corpus: str) -> dict[tuple[str, float, int], list[Path]]:
-    """The finished generator cells of ``corpus`` under ``root`` (a whole-documents work
-    directory; a cell is finished when its privacy report is written), by (method, ε,
-    documents a class); ε = ``INF_EPSILON`` reads as ε → ∞."""
-    name = re.compile(rf"{re.escape(corpus)}-(?P<method>[a-z]+)-eps(?P<eps>[0-9.e+]+)"
+def document_cells(root: Path, corpus: str) -> dict[tuple[str, float | None, int], list[Path]]:
+    """The finished cells of ``corpus`` under ``root`` (a whole-documents work directory) by
+    (method, ε, documents a class): a generator's cell is finished when its privacy report
+    is written, the LLM-only floor's (no ε) when its documents are; ε = ``INF_EPSILON``
+    reads as ε → ∞."""
+    name = re.compile(rf"{re.escape(corpus)}-(?P<method>[a-z]+)-eps(?P<eps>[0-9.e+]+|none)"
                       r"-n(?P<n>\d+)-s(?P<seed>\d+)")
-    cells: dict[tuple[str, float, int], list[Path]] = {}
+    cells: dict[tuple[str, float | None, int], list[Path]] = {}
     for folder in sorted((root / "cells").glob(f"{corpus}-*")):
         m = name.fullmatch(folder.name)
-        if m and (folder / "synthetic.privacy.json").exists():
-            eps = float(m["eps"])
-            key = (m["method"], math.inf if eps >= INF_EPSILON else eps, int(m["n"]))
-            cells.setdefault(key, []).append(folder)
+        done = "synthetic.jsonl" if m and m["eps"] == "none" else "synthetic.privacy.json"
+        if m and (folder / done).exists():
+            eps = None if m["eps"] == "none" else float(m["eps"])
+            if eps is not None and eps >= INF_EPSILON:
+                eps = math.inf
+            cells.setdefault((m["method"], eps, int(m["n"])), []).append(folder)
     return cells
 
 
@@ -151,10 +159,10 @@ def releases_of(corpus: str, args, train, timed) -> list[tuple[str, str, list]]:
                      [(f"copy-n{n}-s{s}", lambda _, n=n, s=s: sample_release(corpus, n, s))
                       for s in args.seeds]))
     for (method, eps, n), folders in sorted(cells.items(), key=lambda kv: (
-            kv[0][0], kv[0][2], kv[0][1])):
+            kv[0][0], kv[0][2], -1 if kv[0][1] is None else kv[0][1])):
         runs.append((f"{METHOD_NAMES.get(method, method)} documents, {n} a class",
-                     eps_name(eps), [(f.name, lambda _, f=f: documents_release(f))
-                                     for f in folders]))
+                     "–" if eps is None else eps_name(eps),
+                     [(f.name, lambda _, f=f: documents_release(f)) for f in folders]))
     return runs
 
 
@@ -200,7 +208,8 @@ def main() -> None:
                            "95 % intervals (all seeds)", f"TPR at {TARGET_FPR:.0%} FPR"], rows)
     print(body)
     if args.write:
-        record("membership", "Membership inference: DP-KPS releases and copy controls", (
+        record("membership", "Membership inference: synthetic releases, the LLM-only floor "
+               "and copy controls", (
             "Members: each corpus's training split; non-members: its test split, matched "
             "within each class (" + "; ".join(
                 f"{c}: {m:,} and {n:,} documents, {k} a side" for c, (m, n, k) in
@@ -215,7 +224,10 @@ def main() -> None:
             "and the rare n-gram attack's AUC is 0.5 by construction. Whole documents: the "
             "cells of `bench_whole_documents.py` (that protocol: `dptext.synthesize` with "
             "the generator's defaults at total ε, qwen2.5-0.5b through llama.cpp, the "
-            "corpus's token cap), their run folders under `benchmarks/results/membership/`. "
+            "corpus's token cap), their run folders under `benchmarks/results/membership/`; "
+            "the LLM-only floor's documents are written from uniformly drawn public words "
+            "with random labels, so nothing in them depends on the members: the attacks' "
+            "null on LLM-written text of that size. "
             "Copy controls, scored as whole documents: a verbatim copy of a fifth of the "
             "training documents (AUC about 0.5 + 0.2 / 2 = 0.6 if the members not copied "
             "look like non-members, TPR at 1 % FPR about 0.2), and one as large as the "

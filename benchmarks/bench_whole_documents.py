@@ -67,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dptext.files import write_json_atomic
+from dptext.files import write_atomic, write_json_atomic
 from harness.options import add_list, study_parser
 from harness.provenance import bench_dir, command_line, cpu, src_tree
 from harness.report import record, record_readme
@@ -148,7 +148,9 @@ def _terminate(signum, frame):
 # ------------------------------------------------------------------ the methods
 def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, llm,
                     concurrency: int) -> tuple[list[tuple[str, str]], int]:
-    """Documents from uniformly drawn public words, labels at random (no private signal)."""
+    """Documents from uniformly drawn public words, labels at random (no private signal);
+    kept in ``folder/synthetic.jsonl`` when all are written, like a generator's cells (the
+    membership study scores them as a release that holds nothing private)."""
     from dptext.generators.kps import KeyphraseSequence
     from dptext.text.vocabulary import load_vocabulary
 
@@ -160,6 +162,9 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
             for label in labels]
     docs, stats = llm_documents(seqs, data, folder / "journal.jsonl", backend=llm, seed=seed,
                                 concurrency=concurrency)
+    write_atomic(folder / "synthetic.jsonl", "".join(
+        json.dumps({"text": d.text, "label": d.label}, ensure_ascii=False) + "\n"
+        for d in docs))
     return [(d.text, d.label) for d in docs], stats.total
 
 
@@ -167,15 +172,17 @@ def generator_documents(method: str, data: BenchData, eps: float, per_class: int
                         folder: Path, llm, concurrency: int, **extra) -> tuple[
                             list[tuple[str, str]], int, float]:
     """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``);
-    ``extra``: more of its options (e.g. DP-KPS's ``form``)."""
+    ``extra``: more of its options, or others in place of these (e.g. DP-KPS's
+    ``form``, dpft's ``sampling``)."""
     import dptext
 
-    options: dict = {"labels": data.classes, **extra}
-    if method == "dpft":
-        options["documents"] = per_class * len(data.classes)
+    options: dict = {"labels": data.classes}
+    if method == "dpft":  # an unlabelled corpus (no classes) is one class
+        options["documents"] = per_class * max(1, len(data.classes))
     else:
         options.update(per_class=per_class, document_type=data.document_type,
                        max_tokens=data.max_tokens)
+    options.update(extra)
     out = folder / "synthetic.jsonl"
     result = dptext.synthesize(
         data.train, method, out=out, epsilon=eps, delta=DELTA, llm=llm,
