@@ -206,6 +206,11 @@ def main() -> None:
             rows += summary_rows(corpus, name, eps_label, results)
     body = markdown_table(["corpus", "release", "ε", "seeds", "attack", "AUC",
                            "95 % intervals (all seeds)", f"TPR at {TARGET_FPR:.0%} FPR"], rows)
+    alone = sorted({f"{r[0]}, {r[1]}" for r in rows if r[2] not in ("–", "∞")}
+                   - {f"{r[0]}, {r[1]}" for r in rows if r[2] == "∞"})
+    if alone:  # a DP figure stands beside its ε → ∞ limit, or says it cannot yet
+        body += ("\n\nNot yet beside their ε → ∞ rows (those cells are not finished): "
+                 + "; ".join(alone) + ".")
     print(body)
     if args.write:
         record("membership", "Membership inference: synthetic releases, the LLM-only floor "
