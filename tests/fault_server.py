@@ -135,12 +135,11 @@ class FaultServer:
                 if fault == "truncated-body":
                     self._send(200, body[: len(body) // 3], length=len(body))
                     return
-                with outer._lock:  # before the answer: a client that has it may check at once
-                    outer.ok_prompts.append(user)
-                    dies = outer.die_after is not None and len(outer.ok_prompts) >= outer.die_after
                 self._send(200, body)
-                if dies:
-                    threading.Thread(target=outer._die, daemon=True).start()
+                with outer._lock:
+                    outer.ok_prompts.append(user)
+                    if outer.die_after is not None and len(outer.ok_prompts) >= outer.die_after:
+                        threading.Thread(target=outer._die, daemon=True).start()
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # many clients connecting at once are not refused
