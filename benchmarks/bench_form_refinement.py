@@ -61,30 +61,32 @@ def private_by_class(corpus: str) -> dict[str, np.ndarray]:
     return {c: x[labels == c] for c in sorted(set(train.labels))}
 
 
-def vote_choice(pool: list[tuple[str, str]], private: dict[str, np.ndarray], n: int,
+def exact_votes(by_class: dict[str, list], private: dict[str, np.ndarray]) -> dict:
+    """Per class, each private document's one vote for its nearest candidate (exact)."""
+    enc = _encoder()
+    return {c: nearest_counts(private[c], np.asarray(enc.encode([t for t, _ in docs])))
+            .astype(np.float64) for c, docs in by_class.items() if docs}
+
+
+def vote_choice(by_class: dict[str, list], votes: dict, n: int,
                 epsilon: float) -> list[tuple[str, str]]:
     """The ``n`` candidates a class with the most noisy votes (ε = inf: exact votes)."""
-    enc = _encoder()
-    by_class = {c: [p for p in pool if p[1] == c] for c in private}
-    counts = {c: nearest_counts(private[c], np.asarray(enc.encode([t for t, _ in docs])))
-              .astype(np.float64) for c, docs in by_class.items() if docs}
     if math.isfinite(epsilon):
         # one Gaussian release per class, one parallel group; OpenDP's noise (unseedable:
         # a rerun draws other noise)
-        counts = release_histograms(counts, NoiseSpec("gaussian", epsilon, DELTA),
-                                    PrivacyLedger(), iteration=1)
+        votes = release_histograms(votes, NoiseSpec("gaussian", epsilon, DELTA),
+                                   PrivacyLedger(), iteration=1)
     out = []
-    for c, noisy in counts.items():
+    for c, noisy in votes.items():
         keep = np.argsort(-np.asarray(noisy), kind="stable")[:n]
         out += [by_class[c][i] for i in np.sort(keep)]
     return out
 
 
-def random_choice(pool: list[tuple[str, str]], classes, n: int, seed: int) -> list:
+def random_choice(by_class: dict[str, list], n: int, seed: int) -> list:
     rng = np.random.default_rng([seed, 55])
     out = []
-    for c in classes:
-        docs = [p for p in pool if p[1] == c]
+    for docs in by_class.values():
         out += [docs[i] for i in np.sort(rng.permutation(len(docs))[:n])]
     return out
 
@@ -101,9 +103,11 @@ def run_seed(corpus: str, seed: int, private: dict, args) -> dict[str, list]:
     n = SIZES[corpus]
     cells = {m: cell_documents(corpus, m, seed, n) for m in SOURCES}
     pool = [d for m in SOURCES for d in cells[m]]
+    by_class = {c: [p for p in pool if p[1] == c] for c in private}
+    votes = exact_votes(by_class, private)  # once: each ε_vote adds its own noise
     return {**{f"{m} alone": cells[m] for m in SOURCES},
-            "random half of the pool (control)": random_choice(pool, private, n, seed),
-            **{vote_name(e): vote_choice(pool, private, n, e) for e in args.vote_epsilons},
+            "random half of the pool (control)": random_choice(by_class, n, seed),
+            **{vote_name(e): vote_choice(by_class, votes, n, e) for e in args.vote_epsilons},
             "whole pool (2n a class)": pool}
 
 

@@ -91,7 +91,7 @@ def _stop_rows(tokens: torch.Tensor, stops: torch.Tensor) -> list[list[int]]:
     return [row[:end] for row, end in zip(tokens.tolist(), ends, strict=True)]
 
 
-def _draw_groups(groups: dict, draw, batch_size: int, n: int) -> list[str]:
+def _texts_by_group(groups: dict, draw, batch_size: int, n: int) -> list[str]:
     """The texts of ``n`` prompts grouped by what conditions them (``groups``: key →
     indices), ``draw(key, b)`` decoding ``b`` texts of one group, ``batch_size`` at a
     time."""
@@ -127,7 +127,7 @@ def generate(lm, tok, code_strings: Sequence[str], cfg: SamplingConfig, *,
     groups: dict[str, list[int]] = {}
     for i, c in enumerate(code_strings):
         groups.setdefault(c, []).append(i)
-    return _draw_groups(groups, lambda codes, b: _decode(tok, _sample_batch(
+    return _texts_by_group(groups, lambda codes, b: _decode(tok, _sample_batch(
         lm, tok, prompt_ids(tok, codes), b, cfg, gen)), cfg.batch_size, len(code_strings))
 
 
@@ -166,7 +166,7 @@ def pplm_generate(lm, head: nn.Linear, tok, code_strings: Sequence[str], targets
     groups: dict[tuple[str, int], list[int]] = {}
     for i, (c, y) in enumerate(zip(code_strings, targets, strict=True)):
         groups.setdefault((c, y), []).append(i)
-    return _draw_groups(groups, lambda key, b: _decode(tok, _pplm_batch(
+    return _texts_by_group(groups, lambda key, b: _decode(tok, _pplm_batch(
         lm, head, out_emb, tok, *key, b, cfg, pplm, gen)), cfg.batch_size, len(code_strings))
 
 
