@@ -51,16 +51,26 @@ class FaultServer:
         self.port, self.hang, self.delay = port, hang, delay
         self.die_after, self.max_seconds = die_after, max_seconds
         self.served = Counter()  # fault -> count
-        self.ok_prompts: list[str] = []  # user message of every ok answer
+        self._ok_prompts: list[str] = []  # user message of every ok answer sent
         self.auth: list[str | None] = []  # Authorization headers seen
         self._n = 0
         self._attempts: Counter = Counter()
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0  # requests whose handler has not returned
         self.dead = threading.Event()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def ok_prompts(self) -> list[str]:
+        """The user message of every ok answer sent, read once no handler is in flight: a
+        client can read its answer before the handler that sent it records it."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._in_flight == 0, timeout=self.hang + 10)
+            return list(self._ok_prompts)
 
     def _next(self, user: str) -> tuple[int, str]:
         with self._lock:
@@ -93,6 +103,16 @@ class FaultServer:
                 self.close_connection = True
 
             def do_POST(self):
+                with outer._lock:
+                    outer._in_flight += 1
+                try:
+                    self._answer()
+                finally:
+                    with outer._idle:
+                        outer._in_flight -= 1
+                        outer._idle.notify_all()
+
+            def _answer(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.auth.append(self.headers.get("Authorization"))
                 user = next((m["content"] for m in json.loads(raw)["messages"]
@@ -137,8 +157,8 @@ class FaultServer:
                     return
                 self._send(200, body)
                 with outer._lock:
-                    outer.ok_prompts.append(user)
-                    if outer.die_after is not None and len(outer.ok_prompts) >= outer.die_after:
+                    outer._ok_prompts.append(user)
+                    if outer.die_after is not None and len(outer._ok_prompts) >= outer.die_after:
                         threading.Thread(target=outer._die, daemon=True).start()
 
         class Server(ThreadingHTTPServer):
