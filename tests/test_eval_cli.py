@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from cli_output import said
@@ -84,3 +85,4 @@ def test_keyphrase_file_protocol_and_multilabel(tmp_path):
     m = evaluate(multi, multi, cfg=cfg, encoder=HashEncoder())
     assert m["utility"]["task"] == "multi-label"
     assert "subset_accuracy" in m["utility"]["classifiers"]["mlp"]["synthetic"]
+    assert m["utility"]["floor"]["micro_f1"] == pytest.approx(2 / 3)  # {lab, any} of 3

@@ -14,6 +14,7 @@ from dptext.evaluate.utility import (
     MLPConfig,
     classification_metrics,
     mlp_head,
+    text_free_floor,
     tfidf_logreg,
 )
 from eval_helpers import HashEncoder, toy_corpus
@@ -36,6 +37,18 @@ def test_multilabel_metrics_by_hand():
     # micro: TP=3, FP=0, FN=1 -> F1 = 6/7; macro: class0 F1=1, class1 P=1 R=1/2 -> 2/3
     assert m["micro_f1"] == pytest.approx(6 / 7)
     assert m["macro_f1"] == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_text_free_floor_by_hand():
+    # multi-label: every label everywhere; TP=4, FP=2, FN=0 -> micro-F1 = 8/10
+    y = np.array([[1, 0], [1, 1], [0, 1]])
+    m = text_free_floor(y, multilabel=True)
+    assert m["micro_f1"] == pytest.approx(0.8) and m["subset_accuracy"] == pytest.approx(1 / 3)
+    assert m["predicts"] == "every label for every document"
+    # single-label: the most frequent test class
+    m = text_free_floor(np.array([2, 2, 0, 1, 2]), multilabel=False)
+    assert m["accuracy"] == pytest.approx(3 / 5)
+    assert m["macro_f1"] == pytest.approx((0 + 0 + 0.75) / 3)
 
 
 def test_label_space_multilabel_encoding():

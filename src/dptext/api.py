@@ -38,7 +38,7 @@ def synthesize(corpus: str | Path | Corpus, method: str = "kps", *, out: str | P
     runs the corpus-wide counts on a Ray cluster (``ray_address``: ``auto``, ``local`` or
     an address; docs/scale-out.md); the releases and the guarantee are the same.
     ``label_sep``: the label column holds several labels per document, separated by it
-    (docs/multi-label.md; ``method="kps"`` only, ``max_labels_per_doc`` caps them).
+    (docs/multi-label.md; kps and dpft; kps's ``max_labels_per_doc`` caps them).
     ``seed`` fixes the run's public randomness, that of a generator with a public seed of
     its own (PATE's candidate prompts and folds) included, as ``--seed`` does.
     """

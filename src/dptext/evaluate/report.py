@@ -266,6 +266,9 @@ def _utility_html(util: dict) -> str:
         if "ratio" in res:
             rows.append([name, "ratio synthetic / real", "", _num(res["ratio"]),
                          *[""] * (len(cols) - 1), ""])
+    if "floor" in util:  # written since the floor was added; older metrics.json lack it
+        rows.append(["none", f"no text: {util['floor']['predicts']}", "",
+                     *[_num(util["floor"][c]) for c in cols], ""])
     kp = " (keyphrase-only protocol: real documents turned into phrase sequences over the " \
          "released vocabulary, DP-KPS table 5)" if util.get("keyphrase_only") else ""
     return (f"<p>A {escape(util['task'])} classifier over {len(util['classes'])} classes is "

@@ -24,6 +24,7 @@ from dptext.evaluate.utility import (
     finetune_classifier,
     headline,
     mlp_head,
+    text_free_floor,
     tfidf_logreg,
 )
 
@@ -127,6 +128,7 @@ def run_utility(synthetic: Labelled, test: Labelled | None, private: Labelled | 
             if "synthetic_coral" in res:
                 res["ratio_coral"] = headline(res["synthetic_coral"]) / ceil if ceil > 0 else None
         result["classifiers"][name] = res
+    result["floor"] = text_free_floor(y_test, space.multilabel)
     result["y_test"] = y_test
     return result, preds
 
@@ -254,6 +256,7 @@ def summary_rows(m: dict) -> list[dict]:
     else:
         rows.append({"metric": "Privacy guarantee of the release", "value": "unknown",
                      "note": "No privacy.json beside the synthetic file."})
+    floor = m.get("utility", {}).get("floor")
     for name, res in m.get("utility", {}).get("classifiers", {}).items():
         syn = headline(res["synthetic"])
         label = {"tfidf": "TF-IDF + logistic regression", "mlp": "sentence encoder + MLP",
@@ -264,9 +267,12 @@ def summary_rows(m: dict) -> list[dict]:
                    f"(ratio {_fmt(res.get('ratio'))})"
         if "synthetic_coral" in res:
             val += f"; with CORAL {_fmt(headline(res['synthetic_coral']), True)}"
+        if floor:
+            val += f"; {_fmt(headline(floor), True)} reading no text ({floor['predicts']})"
         rows.append({"metric": f"Utility: {label}", "value": val,
                      "note": "A classifier trained on the synthetic data, tested on real data; "
-                             "ratio 1 = as good as training on the real data."})
+                             "ratio 1 = as good as training on the real data; it must pass "
+                             "the score of reading no text."})
     lk = m.get("leakage", {})
     ng = lk.get("ngrams")
     if ng:

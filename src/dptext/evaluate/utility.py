@@ -80,6 +80,18 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, multilabel: b
     }
 
 
+def text_free_floor(y_test: np.ndarray, multilabel: bool) -> dict:
+    """The scores of a classifier that reads no text, on the real test labels: every label
+    for every document (multi-label: F1 credits it where labels are frequent), or the test
+    set's most frequent class. What a synthetic corpus's classifier must pass."""
+    if multilabel:
+        out = classification_metrics(y_test, np.ones_like(y_test), True)
+        return {"predicts": "every label for every document", **out}
+    majority = np.bincount(y_test).argmax()
+    out = classification_metrics(y_test, np.full_like(y_test, majority), False)
+    return {"predicts": "the most frequent test class", **out}
+
+
 def headline(metrics: dict) -> float:
     """The single number a summary shows: accuracy, or subset accuracy (multi-label)."""
     return metrics.get("accuracy", metrics.get("subset_accuracy", float("nan")))
