@@ -232,3 +232,45 @@ def test_augpe_failing_at_its_first_prompt_is_charged_its_released_vocabulary(no
     assert any("label set" in n for n in names) and any("vocabulary" in n for n in names)
     assert not any("vote" in n for n in names)
     assert math.isfinite(epsilon)
+
+
+def test_a_run_resumed_on_another_machine_is_charged_to_its_ledger(flaky, tmp_path,
+                                                                   monkeypatch):
+    """A run folder carried to a machine whose ledger has no entry for it (a benchmark
+    cell resumed in the next session, a ledger removed): its plan is charged there before
+    it goes on, then settled to its releases, instead of failing after the fit."""
+    out = tmp_path / "o.jsonl"
+    with monkeypatch.context() as m:
+        def interrupted(self, corpus, ctx):
+            raise KeyboardInterrupt
+
+        m.setattr(Flaky, "fit", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            dptext.synthesize(corpus(), "flaky", out=out, epsilon=1.0, dataset_id=DATASET,
+                              fail_after=None)
+    monkeypatch.setenv("DPTEXT_HOME", str(tmp_path / "another-machine"))
+    assert ledger_epsilon() == 0.0
+    said: list[str] = []
+    result = dptext.synthesize(corpus(), "flaky", out=out, epsilon=1.0, dataset_id=DATASET,
+                               resume=True, say=said.append, fail_after=None)
+    assert any("not in this machine's ledger" in s for s in said)
+    assert ledger_epsilon() == pytest.approx(result.report["guarantee"]["epsilon"])
+    assert 0 < ledger_epsilon() <= 1.0 + 1e-9
+
+
+def test_a_failed_run_resumed_on_another_machine_is_charged_to_its_ledger(flaky, tmp_path,
+                                                                          monkeypatch):
+    out = tmp_path / "o.jsonl"
+    with pytest.raises(RuntimeError, match="disk filled up"):
+        dptext.synthesize(corpus(), "flaky", out=out, epsilon=1.0, dataset_id=DATASET)
+    monkeypatch.setenv("DPTEXT_HOME", str(tmp_path / "another-machine"))
+    # refused there when its plan does not fit, changing nothing
+    with pytest.raises(dptext.privacy.BudgetExceededError):
+        dptext.synthesize(corpus(), "flaky", out=out, epsilon=1.0, dataset_id=DATASET,
+                          resume=True, fail_after=None, budget_total=0.1)
+    assert ledger_epsilon() == 0.0
+    said: list[str] = []
+    dptext.synthesize(corpus(), "flaky", out=out, epsilon=1.0, dataset_id=DATASET,
+                      resume=True, say=said.append, fail_after=None)
+    assert any("not in this machine's ledger" in s for s in said)
+    assert 0 < ledger_epsilon() <= 1.0 + 1e-9

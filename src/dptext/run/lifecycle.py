@@ -175,11 +175,11 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
     command = f"generate --method {generator.name}"
     charged = None  # the corpus's ledger, when this process charged the plan
     info = CorpusInfo(labelled=corpus.labelled, multilabel=corpus.multilabel)
+    parameters = {"method": generator.name, **config["release"]}
     if saved is None:
         charged, run_id = run_budget.charge(
-            corpus, budget, generator.plan(info), command=command,
-            parameters={"method": generator.name, **config["release"]}, input=source.name,
-            say=say)
+            corpus, budget, generator.plan(info), command=command, parameters=parameters,
+            input=source.name, say=say)
         llm_seed = (None if not generator.uses_llm else config["seed"]
                     if config["seed"] is not None else secrets.randbits(31))
         saved = folder.start(config, llm_seed=llm_seed,
@@ -187,11 +187,13 @@ def _fit(generator, source: CorpusSource, folder: RunFolder, ctx: RunContext, co
                                      "entry": charged.report_entry()})
     elif saved["budget"].get("settled"):  # it failed before: charge its plan again
         charged = run_budget.recharge(corpus, budget, saved["budget"], generator.plan(info),
-                                      say)
+                                      command=command, parameters=parameters, say=say)
         saved = folder.set_budget(saved, settled=False)
     ctx.llm_seed = saved["llm_seed"] or 0
-    if charged is None:  # a resumed run: the ledger it was charged to
-        charged = run_budget.reopen(corpus, saved["budget"]["dataset_id"])
+    if charged is None:  # a resumed run: the ledger it was charged to (charged again there
+        # when this machine's ledger lacks it)
+        charged = run_budget.resumed(corpus, budget, saved["budget"], generator.plan(info),
+                                     command=command, parameters=parameters, say=say)
     try:
         state = generator.fit(corpus, ctx)
     except Exception:
