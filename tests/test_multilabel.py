@@ -272,23 +272,31 @@ def test_multilabel_histogram_within_claim_and_uncapped_caught():
     assert audit_multilabel_histogram(runs=3000, broken="unbounded").violation
 
 
+def _dpft_sets_corpus() -> Corpus:
+    sets = [("a", "b")] * 30 + [("a",)] * 30 + [("c",)] * 30
+    return Corpus(texts=tuple(f"note {i} about {' '.join(s)}" for i, s in enumerate(sets)),
+                  label_sets=tuple(sets))
+
+
 def test_dpft_writes_the_label_set_as_one_control_code(tiny, tmp_path):
     """dpft, the fine-tuning paper's setting: the set is one code value (sensitivity 1 in
-    the label-set release and the code histogram); documents carry it back as a list."""
+    the code histogram); with few declared labels every set of them is a public code
+    value, so nothing is released before the histogram (which gets the label-set
+    release's share) and no document is left out; the documents carry their set back as a
+    list."""
     from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig, SamplingConfig
 
-    sets = [("a", "b")] * 30 + [("a",)] * 30 + [("c",)] * 30
-    corpus = Corpus(texts=tuple(f"note {i} about {' '.join(s)}" for i, s in enumerate(sets)),
-                    label_sets=tuple(sets))
+    corpus = _dpft_sets_corpus()
     cfg = DPFTConfig(epochs=0.3, batch_size=6, max_length=16)
     gen = DPFineTuneGenerator(8.0, 1e-5, config=cfg, seed=0, progress=False,
                               code_values={"label": ("a", "b", "c")},
                               checkpoint_dir=tmp_path / "ck")
     gen.fit_uncharged(corpus, base=tiny())
-    label_set, codes = gen.ledger_.releases[:2]
-    assert label_set.name == "label set" and label_set.sensitivity == 1.0
+    codes = gen.ledger_.releases[0]
     assert codes.name == "control-code histogram" and codes.sensitivity == 1.0
-    assert set(gen.domains_["label"]) <= {'["a", "b"]', '["a"]', '["c"]'}
+    assert codes.dimension == 8  # every set of a, b, c, the empty one too
+    assert '["a", "b"]' in gen.domains_["label"] and '["b", "c"]' in gen.domains_["label"]
+    assert codes.epsilon == pytest.approx((cfg.code_share + gen.label_set_share) * 8.0)
     docs = gen.generate(6, sampling=SamplingConfig(max_new_tokens=3),
                         rng=np.random.default_rng(0))
     assert all(isinstance(d["label"], list) and set(d["label"]) <= {"a", "b", "c"}
@@ -296,3 +304,19 @@ def test_dpft_writes_the_label_set_as_one_control_code(tiny, tmp_path):
     with pytest.raises(Exception, match="declared"):  # labels outside the declared ones
         DPFineTuneGenerator(8.0, 1e-5, config=cfg, progress=False,
                             code_values={"label": ("a",)}).fit_uncharged(corpus, base=tiny())
+
+
+def test_dpft_releases_the_sets_that_occur_when_the_declared_labels_are_many(tiny):
+    """Past MAX_DECLARED_SETS sets of the declared labels, the sets that occur are released
+    with partition selection first (sensitivity 1: one set a document)."""
+    from dptext.generators.dpft import DPFineTuneGenerator, DPFTConfig
+
+    cfg = DPFTConfig(epochs=0.3, batch_size=6, max_length=16)
+    gen = DPFineTuneGenerator(8.0, 1e-5, config=cfg, seed=0, progress=False,
+                              code_values={"label": tuple("abcdefg")})  # 128 sets
+    gen.fit_uncharged(_dpft_sets_corpus(), base=tiny())
+    label_set, codes = gen.ledger_.releases[:2]
+    assert label_set.name == "label set" and label_set.sensitivity == 1.0
+    assert codes.name == "control-code histogram" and codes.dimension <= 3
+    assert set(gen.domains_["label"]) <= {'["a", "b"]', '["a"]', '["c"]'}
+    assert codes.epsilon == pytest.approx(cfg.code_share * 8.0)

@@ -45,6 +45,7 @@ from dptext.generators.dpft.codes import (
     LABEL_FIELD,
     CodeDistribution,
     code_domains,
+    declared_label_sets,
     document_codes,
     format_codes,
     public_documents,
@@ -191,9 +192,15 @@ class DPFineTuneGenerator:
         spec = standalone_spec("gaussian", self.label_set_share * self.epsilon,
                                self.label_set_share * self.delta) if self.private else None
         declared = dict(self.code_values or {})
-        if self.multilabel_ and declared.get(LABEL_FIELD):  # labels declared, sets released
-            check_declared({x for c in codes for x in json.loads(c[LABEL_FIELD])},
-                           declared.pop(LABEL_FIELD))
+        self.spare_share_ = 0.0  # of ε and δ, unspent by a label-set release: to the codes
+        if self.multilabel_ and declared.get(LABEL_FIELD):  # labels declared: their sets?
+            labels = declared.pop(LABEL_FIELD)
+            check_declared({x for c in codes for x in json.loads(c[LABEL_FIELD])}, labels)
+            every_set = declared_label_sets(labels)
+            if every_set is not None:  # all public: nothing to release, no one left out
+                declared[LABEL_FIELD] = every_set
+                if not any(f not in declared for f in codes[0]):
+                    self.spare_share_ = self.label_set_share
         self.domains_ = code_domains(codes, declared, spec=spec, ledger=self.ledger_)
         empty = [f for f, v in self.domains_.items() if not v]
         if empty:
@@ -204,9 +211,10 @@ class DPFineTuneGenerator:
     def _plan(self, codes: list[dict[str, str]], n_params: int) -> None:
         cfg = self.config
         if self.private:
+            spare = self.spare_share_
             dist = release_code_distribution(
-                codes, self.domains_, epsilon=cfg.code_share * self.epsilon,
-                delta=cfg.code_delta_share * self.delta, ledger=self.ledger_)
+                codes, self.domains_, epsilon=(cfg.code_share + spare) * self.epsilon,
+                delta=(cfg.code_delta_share + spare) * self.delta, ledger=self.ledger_)
         else:
             dist = release_code_distribution(codes, self.domains_, epsilon=None, delta=0,
                                              ledger=self.ledger_)

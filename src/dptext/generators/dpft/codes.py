@@ -14,8 +14,15 @@ field). Documents with a value outside the public sets are left out of everythin
 
 A multi-label corpus (the fine-tuning paper's setting: notes with several codes) writes
 its label SET as the label code (``label: ["a", "b"]``): one value per document, so the
-label-set release (partition selection over the sets) and the code histogram over them
-keep their sensitivity 1; declared labels are checked, but which sets occur is released.
+code histogram over the sets keeps its sensitivity 1. With the labels declared and at
+most ``MAX_DECLARED_SETS`` sets of them, every set is a public code value
+(``declared_label_sets``): nothing is released first, no document is left out, and the
+histogram gets the share of ε the label-set release would have spent. Otherwise the sets
+that occur are released with partition selection, and a document whose set is not
+released is left out. Measured on radiology reports (the sets drawn against the real
+test reports' sets, total variation; 8 releases): 3 declared findings, ε = 3: 0.08
+against 0.60 (partition selection kept 41 % of the reports), ε = 6: 0.07 against 0.13;
+5 findings, ε = 3: 0.23 against 0.99 (1 % kept), ε = 6: 0.20 against 0.76.
 """
 
 from __future__ import annotations
@@ -32,6 +39,11 @@ from dptext.privacy.label_sets import set_key
 from dptext.privacy.labels import PrivateValuesError, check_declared, release_value_sets
 
 LABEL_FIELD = "label"
+#: declared labels whose every set (2^n of them) is a public code value; above, the sets
+#: that occur are released with partition selection (the empty sets' noise draws sets
+#: nobody holds, and the DP estimate of the corpus size, the sum of the cells, has sd
+#: σ·√cells: ±8σ at 64)
+MAX_DECLARED_SETS = 64
 
 
 def format_codes(values: dict[str, str]) -> str:
@@ -56,6 +68,16 @@ def document_codes(corpus: Corpus, fields: Sequence[str]) -> list[dict[str, str]
             d[f] = str(corpus.columns[f][i])
         out.append(d)
     return out
+
+
+def declared_label_sets(labels: Sequence[str]) -> tuple[str, ...] | None:
+    """Every set of the declared ``labels`` (the empty one too) as a code value
+    (``set_key``), or None when there are more than ``MAX_DECLARED_SETS``."""
+    labels = sorted(set(labels))
+    if 2 ** len(labels) > MAX_DECLARED_SETS:
+        return None
+    return tuple(set_key(c) for r in range(len(labels) + 1)
+                 for c in itertools.combinations(labels, r))
 
 
 @dataclass(frozen=True)
