@@ -375,7 +375,7 @@ def summarize(rows: list[dict], refs: dict, baselines: dict) -> str:
                  "the classifier reads nothing, AUC 0.50); `every set public`, the "
                  "design since (every set of the declared findings a public code value, "
                  "the label-set release's share of ε given to the code histogram; "
-                 "`generators/dpft/codes.py`): its ε = 3 cells and one seed at ε = 6 so "
+                 "`generators/dpft/codes.py`): its ε = 3 cells and two seeds at ε = 6 so "
                  "far, ε → ∞ not run (the column says —):\n\n"
                  + dpft_table(dpft, refs))
     return body
