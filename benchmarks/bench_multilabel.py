@@ -37,6 +37,7 @@ import json
 import math
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,12 @@ SAMPLER = "label contrast"
 # issue 59's dpft rows), or, in the cells written before, the sets released first with
 # partition selection (a report whose set was not released left out)
 DPFT_CODES = "every set public"
+EARLIER_DPFT_CODES = "sets released"
+
+
+def dpft_codes(row: dict) -> str:
+    """A dpft cell's label-set codes (cells written before the field: the earlier design)."""
+    return row.get("codes", EARLIER_DPFT_CODES)
 
 
 # what the cells written before the label contrast showed, and what scratch measurements
@@ -128,8 +135,7 @@ def eps_label(epsilon) -> str:
 def cell_key(row: dict) -> tuple:
     """What makes a cell: the cells of the results file with this key are not rerun."""
     if row.get("method", "kps") == "dpft":
-        return (row["n"], eps_label(row["epsilon"]), row["seed"], "dpft",
-                row.get("codes", "sets released"))
+        return (row["n"], eps_label(row["epsilon"]), row["seed"], "dpft", dpft_codes(row))
     return (row["n"], eps_label(row["epsilon"]), row["seed"], row["label_set_model"],
             row["max_labels_per_doc"], row.get("length"), row.get("sampler", "raw rows"))
 
@@ -283,9 +289,8 @@ def dpft_table(rows: list[dict], refs: dict) -> str:
     """dpft's cells, with the references of the keyphrase table."""
     table = []
     for n in sorted(refs):
-        for codes in dict.fromkeys(r.get("codes", "sets released") for r in rows):
-            cell = by_epsilon([r for r in rows if r["n"] == n
-                               and r.get("codes", "sets released") == codes])
+        for codes in dict.fromkeys(dpft_codes(r) for r in rows):
+            cell = by_epsilon([r for r in rows if r["n"] == n and dpft_codes(r) == codes])
             for e, rs in cell.items():
                 if rs:
                     table.append([n, codes, e, len(rs), *score_columns(rs, cell["∞"], refs[n]),
@@ -403,33 +408,28 @@ def run_all(args, ns, epsilons, options, results: Path):
                 out.write(json.dumps({"kind": "corpus", **head}) + "\n")
                 print(head, flush=True)
             for eps in epsilons:
+                name = "∞" if eps >= INF_EPSILON else eps
+                cells = []  # (the cell's key fields, what computes it), dpft's first
                 if "dpft" in args.methods:
-                    for seed in args.seeds:
-                        planned = {"n": n, "epsilon": "∞" if eps >= INF_EPSILON else eps,
-                                   "seed": seed, "method": "dpft", "codes": DPFT_CODES}
-                        if cell_key(planned) in have:
-                            continue
-                        row = dpft_cell(n, eps, seed, train, test, labels)
-                        rows.append(row)
-                        out.write(json.dumps({"kind": "cell", **row}) + "\n")
-                        out.flush()
-                        print(row, flush=True)
-                if "kps" not in args.methods:
-                    continue
-                for model in args.label_set_models:
-                    for seed in args.seeds:
-                        planned = {"n": n, "epsilon": "∞" if eps >= INF_EPSILON else eps,
-                                   "seed": seed, "label_set_model": model, **options,
-                                   "max_labels_per_doc": args.max_labels_per_doc
-                                   or DEFAULT_K, "sampler": SAMPLER}
-                        if cell_key(planned) in have:
-                            continue
-                        row = run_cell(n, eps, seed, args.max_labels_per_doc, train, test,
-                                       labels, label_set_model=model, **options)
-                        rows.append(row)
-                        out.write(json.dumps({"kind": "cell", **row}) + "\n")
-                        out.flush()
-                        print(row, flush=True)
+                    cells += [({"n": n, "epsilon": name, "seed": seed, "method": "dpft",
+                                "codes": DPFT_CODES},
+                               partial(dpft_cell, n, eps, seed, train, test, labels))
+                              for seed in args.seeds]
+                if "kps" in args.methods:
+                    cells += [({"n": n, "epsilon": name, "seed": seed, "label_set_model": model,
+                                **options, "max_labels_per_doc": args.max_labels_per_doc
+                                or DEFAULT_K, "sampler": SAMPLER},
+                               partial(run_cell, n, eps, seed, args.max_labels_per_doc, train,
+                                       test, labels, label_set_model=model, **options))
+                              for model in args.label_set_models for seed in args.seeds]
+                for planned, compute in cells:
+                    if cell_key(planned) in have:
+                        continue
+                    row = compute()
+                    rows.append(row)
+                    out.write(json.dumps({"kind": "cell", **row}) + "\n")
+                    out.flush()
+                    print(row, flush=True)
     return rows, ceilings, baselines
 
 

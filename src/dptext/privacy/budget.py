@@ -396,6 +396,10 @@ class CorpusBudget:
         if explicit[1] == "--budget-total":
             self.total, self.total_source = explicit
 
+    def has_run(self, run_id: str) -> bool:
+        """Whether run ``run_id`` has an entry in this ledger (as last read)."""
+        return any(r["run_id"] == run_id for r in self.runs)
+
     def _run(self, run_id: str) -> dict:
         """The entry of run ``run_id`` (after ``_reload``)."""
         run = next((r for r in self.runs if r["run_id"] == run_id), None)
@@ -415,7 +419,7 @@ class CorpusBudget:
         run_id = run_id or uuid.uuid4().hex
         with self._locked():
             self._reload()
-            if any(r["run_id"] == run_id for r in self.runs):
+            if self.has_run(run_id):
                 return self.spent()
             run = {"run_id": run_id, "command": command,
                    "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -81,20 +81,27 @@ def reopen(corpus, dataset_id: str | None, total: float | None = None) -> Corpus
 
 def resumed(corpus, options: BudgetOptions, recorded: dict, planned: list[Release], *,
             command: str, parameters: dict, say: Callable[[str], None]) -> CorpusBudget:
-    """The ledger a resumed run settles to (``recorded``: the run folder's budget entry).
-    A run folder made on another machine, or whose ledger was removed since, has no entry
-    in this machine's ledger: its whole plan is charged here first, as a new run's is
-    (refused when it does not fit), so no release is made outside a persistent ledger."""
+    """The ledger a resumed run settles to (``recorded``: the run folder's budget entry),
+    charged its plan first where it has no entry for the run (``_charged_here``)."""
     budget = reopen(corpus, recorded["dataset_id"], total=options.total)
-    if any(r["run_id"] == recorded["run_id"] for r in budget.runs):
-        return budget
+    if not budget.has_run(recorded["run_id"]):
+        _charged_here(budget, options, recorded["run_id"], planned, command=command,
+                      parameters=parameters, say=say)
+    return budget
+
+
+def _charged_here(budget: CorpusBudget, options: BudgetOptions, run_id: str,
+                  planned: list[Release], *, command: str, parameters: dict,
+                  say: Callable[[str], None]) -> None:
+    """A run folder made on another machine, or whose ledger was removed since, has no
+    entry in this machine's ledger: its whole plan is charged here first, as a new run's
+    is (refused when it does not fit), so no release is made outside a persistent ledger."""
     after = budget.commit(PrivacyLedger(releases=list(planned)), command=command,
                           parameters=parameters, allow_overrun=options.allow_overrun,
-                          run_id=recorded["run_id"])
+                          run_id=run_id)
     say(f"this run is not in this machine's ledger {budget.name} (its run folder was made "
         "elsewhere, or the ledger was removed since): its whole plan is charged here "
         f"before it resumes; privacy spent on this {budget.noun}, all runs: {after}")
-    return budget
 
 
 def settle_failed(budget: CorpusBudget, run_id: str, made: list[Release] | None,
@@ -121,9 +128,10 @@ def recharge(corpus, options: BudgetOptions, recorded: dict, planned: list[Relea
     """Before a run settled after a failure resumes: its whole plan is charged again
     (``recorded``: the run folder's budget entry). Refused when it no longer fits."""
     budget = reopen(corpus, recorded["dataset_id"], total=options.total)
-    if not any(r["run_id"] == recorded["run_id"] for r in budget.runs):
-        return resumed(corpus, options, recorded, planned, command=command,
-                       parameters=parameters, say=say)
+    if not budget.has_run(recorded["run_id"]):
+        _charged_here(budget, options, recorded["run_id"], planned, command=command,
+                      parameters=parameters, say=say)
+        return budget
     after = recharge_run(budget, recorded["run_id"], planned,
                          allow_overrun=options.allow_overrun)
     say(f"the run had failed and was settled to its releases; its whole plan is charged "

@@ -199,7 +199,7 @@ class DPFineTuneGenerator:
             every_set = declared_label_sets(labels)
             if every_set is not None:  # all public: nothing to release, no one left out
                 declared[LABEL_FIELD] = every_set
-                if not any(f not in declared for f in codes[0]):
+                if all(f in declared for f in codes[0]):  # no field left to release
                     self.spare_share_ = self.label_set_share
         self.domains_ = code_domains(codes, declared, spec=spec, ledger=self.ledger_)
         empty = [f for f, v in self.domains_.items() if not v]
