@@ -13,7 +13,7 @@ from cli_output import said
 from dptext.cli import app
 from dptext.corpus import write_jsonl
 from dptext.evaluate.data import Labelled, read_synthetic
-from dptext.evaluate.suite import EvalConfig, evaluate
+from dptext.evaluate.suite import EvalConfig, evaluate, summary_rows
 from eval_helpers import HashEncoder, toy_corpus
 
 
@@ -86,3 +86,10 @@ def test_keyphrase_file_protocol_and_multilabel(tmp_path):
     assert m["utility"]["task"] == "multi-label"
     assert "subset_accuracy" in m["utility"]["classifiers"]["mlp"]["synthetic"]
     assert m["utility"]["floor"]["micro_f1"] == pytest.approx(2 / 3)  # {lab, any} of 3
+    # its ratio and summary line read micro-F1, which subset accuracy is not
+    multi_real = Labelled(texts=real.texts, labels=tuple((lab, "any") for lab in real.labels))
+    m = evaluate(multi, multi, private=multi_real, cfg=cfg, encoder=HashEncoder())
+    tf = m["utility"]["classifiers"]["tfidf"]
+    assert tf["ratio"] == pytest.approx(tf["synthetic"]["micro_f1"] / tf["ceiling"]["micro_f1"])
+    line = next(r["value"] for r in summary_rows(m) if "TF-IDF" in r["metric"])
+    assert "micro-F1" in line and "accuracy" not in line

@@ -81,7 +81,7 @@ def plot_utility(util: dict) -> str | None:
     clfs = util.get("classifiers", {})
     if not clfs:
         return None
-    from dptext.evaluate.utility import headline
+    from dptext.evaluate.utility import headline, headline_name
 
     fig, ax = _fig()
     names = list(clfs)
@@ -92,7 +92,7 @@ def plot_utility(util: dict) -> str | None:
                                                for n in names])
                               for key, label, colour in series
                               if any(key in clfs[n] for n in names)])
-    ax.set_ylabel("accuracy on real test data")
+    ax.set_ylabel(f"{headline_name(clfs[names[0]]['synthetic'])} on real test data")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Downstream classification")
     return _png(fig)

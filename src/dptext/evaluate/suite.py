@@ -23,6 +23,7 @@ from dptext.evaluate.utility import (
     classification_metrics,
     finetune_classifier,
     headline,
+    headline_name,
     mlp_head,
     text_free_floor,
     tfidf_logreg,
@@ -261,7 +262,7 @@ def summary_rows(m: dict) -> list[dict]:
         syn = headline(res["synthetic"])
         label = {"tfidf": "TF-IDF + logistic regression", "mlp": "sentence encoder + MLP",
                  "finetune": "fine-tuned encoder"}.get(name, name)
-        val = f"{_fmt(syn, True)} accuracy"
+        val = f"{_fmt(syn, True)} {headline_name(res['synthetic'])}"
         if "ceiling" in res:
             val += f" vs {_fmt(headline(res['ceiling']), True)} on real data " \
                    f"(ratio {_fmt(res.get('ratio'))})"
