@@ -380,9 +380,12 @@ def summarize(rows: list[dict], refs: dict, baselines: dict) -> str:
                  "the classifier reads nothing, AUC 0.50); `every set public`, the "
                  "design since (every set of the declared findings a public code value, "
                  "the label-set release's share of ε given to the code histogram; "
-                 "`generators/dpft/codes.py`): its ε = 3 cells and two seeds at ε = 6 so "
-                 "far, ε → ∞ not run (the column says —):\n\n"
-                 + dpft_table(dpft, refs))
+                 "`generators/dpft/codes.py`). At ε → ∞ the two designs coincide (every "
+                 "set that occurs is released), so their rows there differ by DP-SGD's "
+                 "unseeded noise and the sampling alone: read the sd. Not run for dpft: "
+                 + (", ".join(f"n = {n}" for n in sorted(refs)
+                              if n not in {r["n"] for r in dpft}) or "none")
+                 + ".\n\n" + dpft_table(dpft, refs))
     return body
 
 
