@@ -47,6 +47,7 @@ from dptext.generators.kps.options import with_default_length
 from harness.options import add_list, study_parser
 from harness.provenance import ROOT
 from harness.report import markdown_table, record
+from harness.stats import mean_sd
 
 DEFAULT_K = KeyphraseSeeder.max_labels_per_doc  # the cap when --max-labels-per-doc is not given
 
@@ -267,10 +268,6 @@ def dpft_cell(n: int, epsilon: float, seed: int, train, test, labels) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}
 
 
-def ms(vals) -> str:
-    return f"{np.mean(vals):.3f} ± {np.std(vals, ddof=1) if len(vals) > 1 else 0:.3f}"
-
-
 def by_epsilon(rows: list[dict]) -> dict[str, list[dict]]:
     return {e: [r for r in rows if eps_label(r["epsilon"]) == e] for e in ("3", "6", "∞")}
 
@@ -279,10 +276,21 @@ def score_columns(rs: list[dict], inf: list[dict], ref: dict) -> list[str]:
     """A table row's scores: micro- and macro-F1, macro AUC, the references (``references``),
     the ratio to the ceiling and the same configuration's micro-F1 at ε → ∞ (``inf``)."""
     f1, ceiling = [r["micro_f1"] for r in rs], ref["ceiling"]
-    return [ms(f1), ms([r["macro_f1"] for r in rs]), auc(rs),
+    return [mean_sd(f1), mean_sd([r["macro_f1"] for r in rs]), auc(rs),
             f"{ceiling['micro_f1']:.3f} / {ceiling['macro_auc']:.3f}", f"{ref['floor']:.3f}",
             f"{np.mean(f1) / ceiling['micro_f1']:.2f}",
-            ms([r["micro_f1"] for r in inf]) if inf else "—"]
+            mean_sd([r["micro_f1"] for r in inf]) if inf else "—"]
+
+
+def dpft_missing(rows: list[dict], refs: dict, seeds: int = 3) -> str:
+    """Per n, how many of the current design's 9 cells (ε × seeds) have no row yet."""
+    out = []
+    for n in sorted(refs):
+        cell = by_epsilon([r for r in rows if r["n"] == n and dpft_codes(r) == DPFT_CODES])
+        left = sum(max(0, seeds - len(rs)) for rs in cell.values())
+        if left:
+            out.append(f"n = {n}: {left} of {seeds * len(cell)}")
+    return "; ".join(out) or "none"
 
 
 def dpft_table(rows: list[dict], refs: dict) -> str:
@@ -294,7 +302,7 @@ def dpft_table(rows: list[dict], refs: dict) -> str:
             for e, rs in cell.items():
                 if rs:
                     table.append([n, codes, e, len(rs), *score_columns(rs, cell["∞"], refs[n]),
-                                  ms([r["tv_sets"] for r in rs]),
+                                  mean_sd([r["tv_sets"] for r in rs]),
                                   f"{np.mean([r['mean_words'] for r in rs]):.0f}",
                                   f"{np.mean([r['seconds'] for r in rs]) / 60:.0f}"])
     return markdown_table(
@@ -328,7 +336,7 @@ def references(ns) -> dict:
 def auc(rs: list[dict]) -> str:
     """The cells' macro AUC, or "—" for cells written before it was measured."""
     vals = [r["macro_auc"] for r in rs if "macro_auc" in r]
-    return ms(vals) if len(vals) == len(rs) else "—"
+    return mean_sd(vals) if len(vals) == len(rs) else "—"
 
 
 def summarize(rows: list[dict], refs: dict, baselines: dict) -> str:
@@ -354,7 +362,7 @@ def summarize(rows: list[dict], refs: dict, baselines: dict) -> str:
                     design.append([n, k, e,
                                    f"{np.mean([r['sets_released'] for r in rs]):.1f} "
                                    f"of {rs[0]['sets_observed']}", f"{kept:.2f}",
-                                   ms([r["tv_sets"] for r in rs]), f"{baselines[n]:.3f}"])
+                                   mean_sd([r["tv_sets"] for r in rs]), f"{baselines[n]:.3f}"])
     body = markdown_table(
         ["n findings", "keyphrases per label", "cap k", "label-set model", "L", "ε",
          "micro-F1 (DP-KPS keyphrases)", "macro-F1", "macro AUC",
@@ -382,10 +390,9 @@ def summarize(rows: list[dict], refs: dict, baselines: dict) -> str:
                  "the label-set release's share of ε given to the code histogram; "
                  "`generators/dpft/codes.py`). At ε → ∞ the two designs coincide (every "
                  "set that occurs is released), so their rows there differ by DP-SGD's "
-                 "unseeded noise and the sampling alone: read the sd. Not run for dpft: "
-                 + (", ".join(f"n = {n}" for n in sorted(refs)
-                              if n not in {r["n"] for r in dpft}) or "none")
-                 + ".\n\n" + dpft_table(dpft, refs))
+                 "unseeded noise and the sampling alone: read the sd. Cells of the design "
+                 f"(`{DPFT_CODES}`, ε = 3, 6 and ∞, 3 seeds each) not run: "
+                 + dpft_missing(dpft, refs) + ".\n\n" + dpft_table(dpft, refs))
     return body
 
 

@@ -62,3 +62,10 @@ def test_the_report_shows_the_floor_and_a_dash_for_cells_without_the_auc():
                     if line.startswith("| 3 | sets released | 6 | 3 |"))
     assert "0.550 ± 0.000" in dpft_row and "| 0.790 |" in dpft_row
     assert "| — |" in dpft_row  # no ε → ∞ dpft cell to stand beside it
+    # the old design's cells do not count toward the current design's 9 cells a finding count
+    assert "not run: n = 3: 9 of 9." in body
+    new = [{**_dpft(e, s, 0.7, 0.6), "codes": "every set public"}
+           for e in (3.0, 6.0, "∞") for s in (0, 1, 2)]
+    assert "not run: none." in summarize(rows + new, REFS, {3: 0.1})
+    one = summarize(rows + new[:1], REFS, {3: 0.1})
+    assert "not run: n = 3: 8 of 9." in one and "0.600 (1 seed)" in one
