@@ -282,11 +282,16 @@ def score_columns(rs: list[dict], inf: list[dict], ref: dict) -> list[str]:
             mean_sd([r["micro_f1"] for r in inf]) if inf else "—"]
 
 
+def dpft_by_epsilon(rows: list[dict], n: int, codes: str) -> dict[str, list[dict]]:
+    """The dpft cells of ``n`` findings and label-set ``codes``, by ε."""
+    return by_epsilon([r for r in rows if r["n"] == n and dpft_codes(r) == codes])
+
+
 def dpft_missing(rows: list[dict], refs: dict, seeds: int = 3) -> str:
     """Per n, how many of the current design's 9 cells (ε × seeds) have no row yet."""
     out = []
     for n in sorted(refs):
-        cell = by_epsilon([r for r in rows if r["n"] == n and dpft_codes(r) == DPFT_CODES])
+        cell = dpft_by_epsilon(rows, n, DPFT_CODES)
         left = sum(max(0, seeds - len(rs)) for rs in cell.values())
         if left:
             out.append(f"n = {n}: {left} of {seeds * len(cell)}")
@@ -298,7 +303,7 @@ def dpft_table(rows: list[dict], refs: dict) -> str:
     table = []
     for n in sorted(refs):
         for codes in dict.fromkeys(dpft_codes(r) for r in rows):
-            cell = by_epsilon([r for r in rows if r["n"] == n and dpft_codes(r) == codes])
+            cell = dpft_by_epsilon(rows, n, codes)
             for e, rs in cell.items():
                 if rs:
                     table.append([n, codes, e, len(rs), *score_columns(rs, cell["∞"], refs[n]),
