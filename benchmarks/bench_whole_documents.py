@@ -37,11 +37,14 @@ published before the results were kept here, whose per-seed rows were lost with 
 machine's cache (mean, sd and seeds as published); the report pools them with new seeds of
 the same cell (exact pooled mean and sd).
 
-Resumable and polite: each cell runs in its own folder under ``--work-dir`` (outside the
-repository; DP releases, LLM completions and InvisibleInk's output are journaled there, so
-a killed run continues without new noise or repeated prompts); finished cells (in the
-results file) are skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs,
-so LLM jobs sharing a machine take turns. Run it under ``nice``, one LLM job per core
+Resumable and polite: each cell runs in its own folder under ``--work-dir`` (DP releases,
+LLM completions and InvisibleInk's output are journaled there, so a killed run continues
+without new noise or repeated prompts); the generators' prompt cache is ``--work-dir``'s
+``llm-cache.jsonl`` (hashed prompts and their public completions), so cells that ask the
+same prompts share them on any machine the folder is committed to: PATE's ε cells of one
+seed write one candidate pool, not three. Finished cells (in the results file) are
+skipped; ``--llm-lock FILE`` holds a lock while a cell's LLM work runs, so LLM jobs
+sharing a machine take turns. Run it under ``nice``, one LLM job per core
 (``DPTEXT_LLM_THREADS``). ``--report`` only renders what exists; the table names every
 cell of the requested design that has not run, by ``--llm`` or any ``--also-llm``.
 
@@ -68,6 +71,7 @@ from pathlib import Path
 import numpy as np
 
 from dptext.files import write_atomic, write_json_atomic
+from dptext.llm import PromptCache
 from harness.options import add_list, study_parser
 from harness.provenance import bench_dir, command_line, cpu, src_tree
 from harness.report import record, record_readme
@@ -96,6 +100,7 @@ from whole_documents_report import (
 
 FLOOR_WORDS, FLOOR_TERMS = 2000, 10
 PEER_MODEL = "qwen2.5-0.5b"
+PROMPT_CACHE = "llm-cache.jsonl"  # in --work-dir: committed with the cells it serves
 DELTA = 1e-5
 
 
@@ -169,11 +174,11 @@ def floor_documents(data: BenchData, per_class: int, seed: int, folder: Path, ll
 
 
 def generator_documents(method: str, data: BenchData, eps: float, per_class: int, seed: int,
-                        folder: Path, llm, concurrency: int, **extra) -> tuple[
-                            list[tuple[str, str]], int, float]:
+                        folder: Path, llm, concurrency: int, prompt_cache=True,
+                        **extra) -> tuple[list[tuple[str, str]], int, float]:
     """One dptext generator through ``dptext.synthesize`` (resumable in ``folder``);
-    ``extra``: more of its options, or others in place of these (e.g. DP-KPS's
-    ``form``, dpft's ``sampling``)."""
+    ``prompt_cache``: its ``PromptCache`` (True: the machine's); ``extra``: more of its
+    options, or others in place of these (e.g. DP-KPS's ``form``, dpft's ``sampling``)."""
     import dptext
 
     options: dict = {"labels": data.classes}
@@ -186,7 +191,7 @@ def generator_documents(method: str, data: BenchData, eps: float, per_class: int
     out = folder / "synthetic.jsonl"
     result = dptext.synthesize(
         data.train, method, out=out, epsilon=eps, delta=DELTA, llm=llm,
-        resume=(folder / "synthetic.jsonl.run").exists(), seed=seed,
+        resume=(folder / "synthetic.jsonl.run").exists(), seed=seed, cache=prompt_cache,
         dataset_id=f"bench-whole-documents-{data.name}", allow_budget_overrun=True,
         concurrency=concurrency, progress=True, say=say_for(folder.name), **options)
     # the run's own count (retries included), which a resumed run keeps for what it loaded
@@ -238,7 +243,8 @@ def run_cell(args, data: BenchData, method: str, eps: float | None, seed: int) -
                     spent = eps
                 else:
                     pairs, calls, spent = generator_documents(
-                        method, data, eps, args.per_class, seed, folder, llm, args.concurrency)
+                        method, data, eps, args.per_class, seed, folder, llm, args.concurrency,
+                        prompt_cache=PromptCache(args.work_dir / PROMPT_CACHE))
     scores = downstream([t for t, _ in pairs], [lab for _, lab in pairs], data, seed=seed)
     row = {"documents": len(pairs), "accuracy": scores["accuracy"],
            "macro_f1": scores["macro_f1"], "llm_calls": calls, "wall_s": timer.total,
