@@ -210,14 +210,17 @@ COLUMNS = ["corpus", "method", "ε", "per class", "seeds", "accuracy", "macro-F1
 def report(rows: list[dict], args) -> str:
     groups: dict[tuple, list[dict]] = {}
     rows = [r for r in rows if r["llm"] == args.llm]
-    for r in rows:
-        groups.setdefault((r["corpus"], r["method"], r["epsilon"], r["per_class"]),
-                          []).append(r)
+    for r in rows:  # the majority class does not depend on the size: one row a corpus
+        floor = r["method"] == "majority"
+        cell = groups.setdefault((r["corpus"], r["method"], r["epsilon"],
+                                  None if floor else r["per_class"]), [])
+        if not (floor and cell):
+            cell.append(r)
     order = {m: i for i, m in enumerate(METHODS)}
     table = []
     for (corpus, method, eps, n), cell in sorted(
             groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]], kv[0][2] or 0,
-                                            kv[0][3])):
+                                            kv[0][3] or 0)):
         def col(name, cell=cell):
             return mean_sd([r[name] for r in cell if r.get(name) is not None])
         table.append([corpus, method, "–" if eps is None else f"{eps:g}",
