@@ -56,12 +56,17 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
         assert len(set(s.keyphrases)) == len(s.keyphrases)
     seeder.sample(5, rng=np.random.default_rng(2))
     assert len(seeder.ledger_.releases) == n_releases  # sampling releases nothing
-    # sports sequences should talk about sport more than business sequences do
-    sport_words = {"game", "match", "team", "cup", "win", "season", "club", "players", "coach"}
+    # class structure: a sequence lies nearest the centroid of its own class's real
+    # documents far more often than chance (0.2). Pooled over the five classes, because a
+    # single word list for one class pair failed about one fit in fifty on the DP noise;
+    # over 16 repeated fits this ran 0.68-0.92, and a fit on shuffled labels gives ~0.26.
+    labels = sorted(set(bbc_small.labels))
+    head = bbc_small.subset(np.arange(200))
+    real = minilm.encode([t[:600] for t in head.texts])
+    centroids = np.stack([real[np.asarray(head.labels) == lab].mean(0) for lab in labels])
     more = seeder.sample(100, rng=np.random.default_rng(3))  # sampling is free
-    share = {lab: np.mean([bool(set(s.keyphrases) & sport_words) for s in more if s.label == lab])
-             for lab in ("sports", "business")}
-    assert share["sports"] > share["business"]
+    nearest = np.argmax(minilm.encode([" ".join(s.keyphrases) for s in more]) @ centroids.T, 1)
+    assert np.mean(np.asarray(labels)[nearest] == [s.label for s in more]) > 0.5
 
 
 @pytest.mark.slow
