@@ -58,8 +58,9 @@ def test_fit_and_sample_end_to_end(bbc_small, minilm, method):
     assert len(seeder.ledger_.releases) == n_releases  # sampling releases nothing
     # class structure: a sequence lies nearest the centroid of its own class's real
     # documents far more often than chance (0.2). Pooled over the five classes, because a
-    # single word list for one class pair failed about one fit in fifty on the DP noise;
-    # over 16 repeated fits this ran 0.68-0.92, and a fit on shuffled labels gives ~0.26.
+    # sports-word list compared between two classes failed CI once on the DP noise; over
+    # 12 repeated iterative fits this ran 0.68-0.86 (independent: higher), and a fit on
+    # shuffled labels gives about 0.26.
     labels = sorted(set(bbc_small.labels))
     head = bbc_small.subset(np.arange(200))
     real = minilm.encode([t[:600] for t in head.texts])
