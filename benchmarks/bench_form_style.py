@@ -36,7 +36,8 @@ without new noise or repeated prompts, a finished one is skipped.
 
 At the whole-documents protocol's size (50 or 100 a class), a health-tweets cell of 50 a
 class is about 800 short prompts, about 4 s each on one core beside another LLM job here
-(an hour a cell: two cells a session on two cores). The longer documents of the other
+(an hour a cell: two cells a session on two cores). BBC News at 20 a class (its articles
+cut to a paragraph) fits here too, 12-15 min a cell. The longer documents of the other
 corpora need a GPU: ``llm_stage_offload.py --study form-and-style`` fits the cells here,
 writes their documents on a GPU's llama-servers (``benchmarks/gpu/pack.sh`` says how),
 lands the journals, and this script, run with the same ``--llm`` and ``--per-class``,
@@ -258,7 +259,11 @@ def report(rows: list[dict], args) -> str:
         "96 tokens (about 70 words) against the real reviews' median of 86 words, so the "
         "longer drawn lengths cannot be followed. Their kps-form cells were drawn with "
         "the pooled shrinkage of the form profile (commit 8fd9698) and checked for the "
-        "form restated as meta-text (commit 450c961).\n\n"
+        "form restated as meta-text (commit 450c961). BBC News: 20 a class on this CPU "
+        "(the protocol's 50 a class of long articles needs a GPU); the prompts cap an "
+        "article at 64 tokens (a paragraph, about 45 words) against the real articles' "
+        "mean of about 400 words, so the drawn length is cut and what the form can add is "
+        "its shape (a title line, paragraphs, a quote) and its tone.\n\n"
         + markdown_table(COLUMNS, table)
         + "\n\nCells of the requested design not run (yet):"
         + ("\n\n" + "\n".join(f"* {m}" for m in missing) if missing else " none.")
