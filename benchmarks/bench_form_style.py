@@ -37,7 +37,7 @@ without new noise or repeated prompts, a finished one is skipped.
 At the whole-documents protocol's size (50 or 100 a class), a health-tweets cell of 50 a
 class is about 800 short prompts, about 4 s each on one core beside another LLM job here
 (an hour a cell: two cells a session on two cores). BBC News at 20 a class (its articles
-cut to a paragraph) fits here too, 12-15 min a cell. The longer documents of the other
+cut to a paragraph) fits here too, 11-15 min a cell. The longer documents of the other
 corpora need a GPU: ``llm_stage_offload.py --study form-and-style`` fits the cells here,
 writes their documents on a GPU's llama-servers (``benchmarks/gpu/pack.sh`` says how),
 lands the journals, and this script, run with the same ``--llm`` and ``--per-class``,
