@@ -159,6 +159,30 @@ def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     assert m.refusal and m.stripped and "following terms" not in m.text
 
 
+@pytest.mark.parametrize("text", [  # the prompt's terms listed back (qwen2.5-0.5b)
+    'A consumer complaint about a financial product that contains the terms "receive, a, '
+    'month, having, statements, mail, service, accepted, said, unauthorized" would be: '
+    '"My statements never came in the mail and the bank said nothing."',
+    "The patient review of a medicine containing the terms \"have\", \"years\", \"periods\", "
+    "\"is\" and \"having\" is: The new medication worked after two years of trying others.",
+    "The patient reviewed a prescription containing the terms: hand, a, do, or before, and "
+    "skin. My skin cleared in a week and the dryness went away.",
+])
+def test_the_prompts_terms_listed_back_at_the_start_is_a_refusal(text):
+    m = check_meta(text)
+    assert m.refusal and m.stripped and "terms" not in m.text
+
+
+def test_terms_listed_back_later_are_stripped_and_a_term_in_quotes_is_kept():
+    listed = ("I'm very disappointed with the card, which includes the terms 'plugs', 'xx', "
+              "'status' and 'was'.")
+    m = check_meta(NEWS + listed)
+    assert m.stripped and not m.refusal and m.text == NEWS.strip()
+    real = ('We don\'t say someone is "cardiovascular dead" -- so why do we use the term '
+            '"brain dead"? The contract includes the terms of the loan, and the fees.')
+    assert check_meta(real) == MetaCheck(real, False, False)
+
+
 @pytest.mark.parametrize("text", [  # the drawn form restated (drug reviews, qwen2.5-0.5b)
     "About 155 Words\n\nI've been using this medicine for several weeks now, and the pain "
     "in my back is much better than before.",
