@@ -145,7 +145,7 @@ def test_a_records_own_closing_note_is_kept():
     assert m.stripped and m.text == record
 
 
-@pytest.mark.parametrize("text", [  # echoes seen in complaints written by qwen2.5-0.5b
+@pytest.mark.parametrize("text", [  # echoes seen in documents written by qwen2.5-0.5b
     "I am writing this consumer complaint about a financial product that contains the "
     "following terms: charges, day, funds, being, deposited, the, customer, months.",
     "Dear Customer,\n\nI am writing to report a financial product that contains the following "
@@ -153,13 +153,7 @@ def test_a_records_own_closing_note_is_kept():
     "your immediate problem, but I believe it could be helpful for others.",
     "As a consumer, I believe that the Financial Product contains the following terms:\n\n"
     "Denied\nBranch\nChecking\nAllow\nMoney\nDeposit\nManager\nDollars",
-])
-def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
-    m = check_meta(text)
-    assert m.refusal and m.stripped and "following terms" not in m.text
-
-
-@pytest.mark.parametrize("text", [  # the prompt's terms listed back (qwen2.5-0.5b)
+    # the prompt's terms listed back
     'A consumer complaint about a financial product that contains the terms "receive, a, '
     'month, having, statements, mail, service, accepted, said, unauthorized" would be: '
     '"My statements never came in the mail and the bank said nothing."',
@@ -168,7 +162,7 @@ def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     "The patient reviewed a prescription containing the terms: hand, a, do, or before, and "
     "skin. My skin cleared in a week and the dryness went away.",
 ])
-def test_the_prompts_terms_listed_back_at_the_start_is_a_refusal(text):
+def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     m = check_meta(text)
     assert m.refusal and m.stripped and "terms" not in m.text
 
