@@ -117,6 +117,12 @@ def test_bbc_corpus_false_positive_rate(bbc):
     "I cannot help with creating medical records. Please consult a professional.",
     "As an AI language model, I do not have access to patient data.",
     "Unfortunately, I am unable to provide this.",
+    # seen in complaints written by qwen2.5-0.5b: quoted, "we", "Sorry, but …", "I'm unable"
+    '"I am sorry, but I can\'t assist with that request."',
+    '"Sorry, but I can\'t fulfill this request."',
+    "We're sorry, but we can't assist with that request.",
+    "Sorry, but I'm unable to assist with that.",
+    "We are unable to provide a consumer complaint for the Honda Accord Service.",
 ])
 def test_refusals(text):
     assert check_meta(text).refusal
@@ -161,6 +167,8 @@ def test_a_records_own_closing_note_is_kept():
     "\"is\" and \"having\" is: The new medication worked after two years of trying others.",
     "The patient reviewed a prescription containing the terms: hand, a, do, or before, and "
     "skin. My skin cleared in a week and the dryness went away.",
+    "Consumer Complaint: The financial product contains terms like 'advised', 'delivery', "
+    "'failed', 'that' and 'owed', which does not fit the description of a loan.",
 ])
 def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     m = check_meta(text)
@@ -202,6 +210,15 @@ def test_an_echo_is_stripped_anywhere_and_terms_and_conditions_are_kept():
     real = (NEWS + "The email offered a $300 bonus after meeting the following terms and "
             "conditions: open an account and deposit $500. I read these terms carefully.")
     assert check_meta(real) == MetaCheck(real, False, False)
+
+
+@pytest.mark.parametrize("text", [  # real documents that open with an apology or "unable"
+    "Sorry, but your kid was not born an altruist http://ow.ly/H3Uvh @Newser",
+    "We're sorry, and we'll fix the website, health officials promise. Story here.",
+    "I am unable to access my online account since the bank changed its app in May.",
+])
+def test_an_apology_or_an_inability_that_is_not_a_refusal_is_kept(text):
+    assert check_meta(text) == MetaCheck(text, False, False)
 
 
 def test_quotes_and_ordinary_sentences_are_kept():

@@ -91,10 +91,14 @@ def trim_loop(text: str, loop: Loop) -> str:
 
 # ------------------------------------------------------------------ refusal / meta-text
 
+# declining the task, at the head of a sentence, quoted or not: "I'm sorry, but …", "\"Sorry,
+# but I can't help with that.\"", "We are unable to provide …"
+_DECLINE = (r"(?:i|we)(?: (?:can(?:no|['’])t|cannot|won['’]t|will not)|"
+            r"(?:['’]m| am|['’]re| are) (?:unable|not able) to)"
+            r" (?:help|assist|write|create|provide|generate|produce|comply|fulfil|fulfill|do that)")
 _REFUSAL = re.compile(
-    r"^[\s*#>-]*(?:i(?:'m| am) sorry\b|i apologi[sz]e\b|unfortunately,? i\b|"
-    r"i (?:can(?:no|['’])t|cannot|am unable to|['’]m unable to|won['’]t|will not|am not able to)"
-    r" (?:help|assist|write|create|provide|generate|produce|comply|fulfil|fulfill|do that)|"
+    rf"^[\s*#>\"'“‘-]*(?:i(?:'m| am) sorry\b|(?:we(?:['’]re| are) )?sorry,? but {_DECLINE}|"
+    rf"{_DECLINE}|i apologi[sz]e\b|unfortunately,? i\b|"
     r"as an ai\b|as a (?:large )?language model\b|i(?:'m| am) (?:just )?an ai\b)",
     re.IGNORECASE)
 # the writer speaking as an AI or about its role: never part of the document, anywhere
@@ -118,7 +122,8 @@ _ECHO = re.compile(
     rf"\b{_USING}\s+(?:all\s+(?:of\s+)?)?these\s+{_TERMS}\b(?!\s+(?:and|&)\s+conditions)|"
     # the prompt's terms listed back: two or more after "contains the terms"
     rf"\b(?:{_USING}|featur(?:e|es|ed|ing)|mention(?:s|ed|ing)?)\s+(?:the\s+)?(?:term|{_TERMS})"
-    rf"\s*:?\s*{_QUOTE}[\w-]+{_QUOTE}\s*,\s*{_QUOTE}[\w-]+", re.IGNORECASE)
+    rf"(?:\s+like|\s+such\s+as)?\s*:?\s*{_QUOTE}[\w-]+{_QUOTE}\s*,\s*{_QUOTE}[\w-]+",
+    re.IGNORECASE)
 # the form the prompt stated (``text.form.form_instruction``), restated at the head of a
 # sentence ("About 155 words: …", "Its form: …"); no sentence of the five corpora above
 # starts so
