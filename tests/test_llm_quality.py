@@ -123,6 +123,9 @@ def test_bbc_corpus_false_positive_rate(bbc):
     "We're sorry, but we can't assist with that request.",
     "Sorry, but I'm unable to assist with that.",
     "We are unable to provide a consumer complaint for the Honda Accord Service.",
+    # after a label the model put first
+    "Consumer complaint: I'm sorry, but I can't assist with that.",
+    'Consumer complaint about a financial product: "We cannot help with that request."',
 ])
 def test_refusals(text):
     assert check_meta(text).refusal
@@ -169,6 +172,11 @@ def test_a_records_own_closing_note_is_kept():
     "skin. My skin cleared in a week and the dryness went away.",
     "Consumer Complaint: The financial product contains terms like 'advised', 'delivery', "
     "'failed', 'that' and 'owed', which does not fit the description of a loan.",
+    # the commas inside the quotes
+    'A consumer complaint about a financial product that contains the terms "terms," '
+    '"addition," "received," "processing" would be: The roof was never repaired.',
+    'Financial products containing terms such as "them," "on," "card," and "from" are '
+    "subject to risks. The bank froze my card for a week.",
 ])
 def test_an_echo_of_the_prompt_at_the_start_is_a_refusal(text):
     m = check_meta(text)
@@ -216,6 +224,7 @@ def test_an_echo_is_stripped_anywhere_and_terms_and_conditions_are_kept():
     "Sorry, but your kid was not born an altruist http://ow.ly/H3Uvh @Newser",
     "We're sorry, and we'll fix the website, health officials promise. Story here.",
     "I am unable to access my online account since the bank changed its app in May.",
+    "Update: I am sorry to say the bank never called back about my loan.",
 ])
 def test_an_apology_or_an_inability_that_is_not_a_refusal_is_kept(text):
     assert check_meta(text) == MetaCheck(text, False, False)
@@ -363,6 +372,9 @@ FORM_ANSWER = ("**Title:** Ebola spreads in Guinea\n\n**Date:** [Insert Date]\n\
     ("Signed on [insert date] by the board.", "[insert date]"),
     ("Headline: Flu cases climb\nThe ministry said …", "Headline:"),
     ("**Review**: great product", "**Review**:"),
+    # capitalised words ending in what the slot holds (complaints, qwen2.5-0.5b)
+    ("Consumer complaint about [Financial Product Name]: I tried", "[Financial Product Name]"),
+    ("Dear [Customer's Name],\n\nI hope this message finds you well.", "[Customer's Name]"),
 ])
 def test_placeholders_and_scaffolding_are_found(text, found):
     from dptext.llm.quality import find_scaffolding
@@ -375,6 +387,7 @@ def test_placeholders_and_scaffolding_are_found(text, found):
     "The [sic] spelling was kept. He scored [2-1] at home.",
     "Rating: 9/10. It worked within days, though the title of the leaflet was wrong.",
     "The film's title: a mystery until Friday.",
+    "I wrote to [ Suntrust Bank ] twice. The [New York City] office never answered.",
 ])
 def test_real_documents_are_not_forms(text):
     from dptext.llm.quality import find_scaffolding

@@ -96,9 +96,13 @@ def trim_loop(text: str, loop: Loop) -> str:
 _DECLINE = (r"(?:i|we)(?: (?:can(?:no|['’])t|cannot|won['’]t|will not)|"
             r"(?:['’]m| am|['’]re| are) (?:unable|not able) to)"
             r" (?:help|assist|write|create|provide|generate|produce|comply|fulfil|fulfill|do that)")
+# a short label the model put before its answer ("Consumer complaint: I'm sorry, but I
+# can't …"); after one only an outright decline counts ("Update: I'm sorry to say …" stays)
+_LABEL = r"(?:[a-z][\w '-]{0,60}:\s*[*\"'“‘]*\s*)?"
 _REFUSAL = re.compile(
-    rf"^[\s*#>\"'“‘-]*(?:i(?:'m| am) sorry\b|(?:we(?:['’]re| are) )?sorry,? but {_DECLINE}|"
-    rf"{_DECLINE}|i apologi[sz]e\b|unfortunately,? i\b|"
+    rf"^[\s*#>\"'“‘-]*(?:i(?:'m| am) sorry\b|"
+    rf"{_LABEL}(?:(?:i(?:['’]m| am)|we(?:['’]re| are)) )?sorry,? but {_DECLINE}|"
+    rf"{_LABEL}{_DECLINE}|i apologi[sz]e\b|unfortunately,? i\b|"
     r"as an ai\b|as a (?:large )?language model\b|i(?:'m| am) (?:just )?an ai\b)",
     re.IGNORECASE)
 # the writer speaking as an AI or about its role: never part of the document, anywhere
@@ -122,7 +126,7 @@ _ECHO = re.compile(
     rf"\b{_USING}\s+(?:all\s+(?:of\s+)?)?these\s+{_TERMS}\b(?!\s+(?:and|&)\s+conditions)|"
     # the prompt's terms listed back: two or more after "contains the terms"
     rf"\b(?:{_USING}|featur(?:e|es|ed|ing)|mention(?:s|ed|ing)?)\s+(?:the\s+)?(?:term|{_TERMS})"
-    rf"(?:\s+like|\s+such\s+as)?\s*:?\s*{_QUOTE}[\w-]+{_QUOTE}\s*,\s*{_QUOTE}[\w-]+",
+    rf"(?:\s+like|\s+such\s+as)?\s*:?\s*{_QUOTE}[\w-]+(?:,{_QUOTE}|{_QUOTE}\s*,)\s*{_QUOTE}[\w-]+",
     re.IGNORECASE)
 # the form the prompt stated (``text.form.form_instruction``), restated at the head of a
 # sentence ("About 155 words: …", "Its form: …"); no sentence of the five corpora above
@@ -187,10 +191,13 @@ def check_meta(text: str, min_words: int = 5) -> MetaCheck:
 
 # ------------------------------------------------------------------ a form, not a document
 
-# a slot to fill in: "[Insert Date]", "[Your Name]", "[Company Name]", "[Link]", "[XX]"
+# a slot to fill in: "[Insert Date]", "[Your Name]", "[Company Name]", "[Link]", "[XX]", or
+# capitalised words that end in what the slot holds: "[Financial Product Name]"
 _PLACEHOLDER = re.compile(
     r"\[\s*(?:insert|your|enter|add|name\b|date\b|company|recipient|author|link\b|url\b|"
-    r"title\b|location\b|city\b|phone|email|address\b|x{2,}\b|\.\.\.|…)[^\]\n]{0,60}\]",
+    r"title\b|location\b|city\b|phone|email|address\b|x{2,}\b|\.\.\.|…)[^\]\n]{0,60}\]|"
+    r"\[\s*(?-i:(?:[A-Z][\w'’-]*\s+){1,4}(?:Name|Date|Number|Amount|Address|"
+    r"Product))\s*\]",
     re.IGNORECASE)
 # a labelled field instead of prose: "**Title:** …", "**Date**: …", "Headline: …"
 _SCAFFOLD = re.compile(
