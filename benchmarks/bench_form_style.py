@@ -38,14 +38,18 @@ At the whole-documents protocol's size (50 or 100 a class), a health-tweets cell
 class is about 800 short prompts, about 4 s each on one core beside another LLM job here
 (an hour a cell: two cells a session on two cores). BBC News at 20 a class (its articles
 cut to a paragraph) fits here too, 11-15 min a cell. The longer documents of the other
-corpora need a GPU: ``llm_stage_offload.py --study form-and-style`` fits the cells here,
-writes their documents on a GPU's llama-servers (``benchmarks/gpu/pack.sh`` says how),
-lands the journals, and this script, run with the same ``--llm`` and ``--per-class``,
-finishes and scores them. The health tweets' cells at 50 a class (kps and kps-form, ε = 6
-and 1000, seeds 0–2) are fitted and committed; run here with the default ``--llm``:
+corpora at the protocol's size need a GPU: ``llm_stage_offload.py --study form-and-style``
+fits the cells here, writes their documents on a GPU's llama-servers
+(``benchmarks/gpu/pack.sh`` says how), lands the journals, and this script, run with the
+same ``--llm`` and ``--per-class``, finishes and scores them. The health tweets' cells at
+50 a class (kps and kps-form, ε = 6 and 1000, seeds 0–2) are fitted and committed; run
+here with the default ``--llm``:
 
     DPTEXT_LLM_THREADS=1 nice -n 10 python benchmarks/bench_form_style.py \
         --corpora health-tweets --methods kps-form --epsilons 6 --seeds 0 --per-class 50
+
+The complaints at 10 a class (``--per-class 10``, 7-10 min a cell) and Banking77 at 4 a
+class (``--per-class 4``, about 10 min a cell) fit here the same way, one cell a core.
 
 The issue's whole design adds ``--corpora bbc-news,complaints,banking77,drug-reviews``
 and ``kps-auto`` (the default path) to ``--methods``; at 4 documents per class a
@@ -263,7 +267,15 @@ def report(rows: list[dict], args) -> str:
         "(the protocol's 50 a class of long articles needs a GPU); the prompts cap an "
         "article at 64 tokens (a paragraph, about 45 words) against the real articles' "
         "mean of about 400 words, so the drawn length is cut and what the form can add is "
-        "its shape (a title line, paragraphs, a quote) and its tone.\n\n"
+        "its shape (a title line, paragraphs, a quote) and its tone. The complaints: 10 a "
+        "class on this CPU (80 documents a set, so read the sd); the prompts cap a complaint "
+        "at 96 tokens (about 70 words) against the real complaints' mean of about 220, so "
+        "the drawn length is cut there too; their cells were written with the refusal and "
+        "echo checks of commit a175b20 (src 355dd69), and the later checks (a refusal after "
+        "a label, terms listed back with the commas inside the quotes, slots such as "
+        "`[Customer's Name]`) flag 1–4 of the 80 documents of each of their first four "
+        "cells. Banking77: 4 a class (308 documents of 77 intents), 32 tokens, about as "
+        "long as the real questions (11 words), so the drawn length can be followed.\n\n"
         + markdown_table(COLUMNS, table)
         + "\n\nCells of the requested design not run (yet):"
         + ("\n\n" + "\n".join(f"* {m}" for m in missing) if missing else " none.")
