@@ -273,8 +273,8 @@ def report(rows: list[dict], args) -> str:
         "the drawn length is cut there too; their cells were written with the refusal and "
         "echo checks of commit a175b20 (src 355dd69), and the later checks (a refusal after "
         "a label, terms listed back with the commas inside the quotes, slots such as "
-        "`[Customer's Name]`) flag 1–4 of the 80 documents of each of their first four "
-        "cells. Banking77: 4 a class (308 documents of 77 intents), 32 tokens, about as "
+        "`[Customer's Name]`) flag 2–5 of the 80 documents of each of their 12 cells. "
+        "Banking77: 4 a class (308 documents of 77 intents), 32 tokens, about as "
         "long as the real questions (11 words), so the drawn length can be followed.\n\n"
         + markdown_table(COLUMNS, table)
         + "\n\nCells of the requested design not run (yet):"
