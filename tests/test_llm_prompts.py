@@ -81,6 +81,11 @@ def test_sampling_params_travel_with_the_prompt():
     ("[News Article Title]\n\nShares rose.", "Shares rose."),
     ("Dose [5 mg] given.", "Dose [5 mg] given."),
     ('"Well," he said.', '"Well," he said.'),
+    ('"What should I do if my refund is missing?"', "What should I do if my refund is missing?"),
+    ("“Ebola cases rise in Guinea bbc.in/1xYz”", "Ebola cases rise in Guinea bbc.in/1xYz"),
+    ('"Well," he said. "Go."', '"Well," he said. "Go."'),
+    ('"Shares fell" was the headline.', '"Shares fell" was the headline.'),
+    ('""', '""'),
     ("Patient is well and resting comfortably. Follow up with the cardi",
      "Patient is well and resting comfortably."),
     ("Vitals:\n- BP 120/80\n- HR 70", "Vitals:\n- BP 120/80\n- HR 70"),
@@ -102,6 +107,10 @@ def test_truncation_flag_from_backend():
     assert clean_completion("A. B. C", truncated=False) == "A. B. C"
     assert clean_completion("First sentence here. Second one is cut", truncated=True) \
         == "First sentence here."
+    # quotes around the whole answer: it ended there, nothing is cut when guessing
+    tweet = "Ebola cases rise sharply in Guinea this week. Read more bbc.in/1xYz"
+    assert clean_completion(f'"{tweet}"') == tweet
+    assert clean_completion(tweet) == "Ebola cases rise sharply in Guinea this week."
 
 
 def test_keyphrase_coverage():

@@ -200,10 +200,27 @@ _MD_BOLD_LINE = re.compile(r"(?m)^[ \t]*\*\*([^*\n]*[^*:\s])\*\*[ \t]*$")
 _SENTENCE_END = re.compile(r"[.!?…)\]\"'”’]\s")
 
 
+def _unquote(t: str) -> tuple[str, bool]:
+    """``t`` without an unmatched opening quote, or without the pair of quotes that wraps
+    all of it and is its only one (the model quoting its document: 12–18 % of the
+    synthetic health tweets, Banking77 queries and complaints in the committed benchmark
+    cells, no real document of the five demo corpora); True when such a pair was
+    removed. A text with quotes inside is kept as it is (``"Well," he said. "Go."``)."""
+    quotes = t.count('"') + t.count("“") + t.count("”")
+    if t[:1] not in "\"“":
+        return t, False
+    if quotes == 1:
+        return t[1:].lstrip(), False
+    if quotes == 2 and len(t) > 2 and t[-1] in "\"”":
+        return t[1:-1].strip(), True
+    return t, False
+
+
 def clean_completion(text: str, truncated: bool | None = None) -> str:
     """Remove chatty preambles ("Sure, here is…:"), sign-offs ("I hope this helps"),
-    a wrapping code fence, Markdown title markup ("# Title", "**Title**" on its line), and
-    cut a truncated last sentence back to the last full stop.
+    a wrapping code fence, Markdown title markup ("# Title", "**Title**" on its line),
+    quotes around the whole answer (``_unquote``), and cut a truncated last sentence back
+    to the last full stop.
     ``truncated``: the backend said it stopped at the token limit; ``None`` = guess from
     the missing final punctuation."""
     t = text.strip()
@@ -222,11 +239,11 @@ def clean_completion(text: str, truncated: bool | None = None) -> str:
         t = new
     t = _PLACEHOLDER_LINE.sub("", t).strip()  # template placeholders: "[News Article Title]"
     t = _MD_BOLD_LINE.sub(r"\1", _MD_HEADING.sub(r"\1", t))
-    if t[:1] in "\"“" and t.count('"') + t.count("“") + t.count("”") == 1:
-        t = t[1:].lstrip()  # an unmatched opening quote
+    t, wrapped = _unquote(t)
     guessed = truncated is None
-    if guessed:
-        truncated = bool(t) and t[-1] not in ".!?…)]\"'”’*" and t[-1] not in "0123456789"
+    if guessed:  # a closing quote said the answer was whole
+        truncated = (not wrapped and bool(t) and t[-1] not in ".!?…)]\"'”’*"
+                     and t[-1] not in "0123456789")
     if truncated and t:
         ends = [m.end() for m in _SENTENCE_END.finditer(t + " ")]
         last = max((e for e in ends if e <= len(t) + 1), default=0)
