@@ -10,6 +10,7 @@ from dptext.llm import (
     keyphrase_coverage,
     load_few_shot,
 )
+from dptext.llm.prompts import strip_type_label
 
 
 def test_default_prompt_is_the_papers_generic_prompt():
@@ -101,6 +102,29 @@ def test_sampling_params_travel_with_the_prompt():
 ])
 def test_clean_completion(raw, expected):
     assert clean_completion(raw) == expected
+
+
+@pytest.mark.parametrize("text, document_type, expected", [
+    ("Consumer complaint: I was charged twice.",
+     "consumer complaint about a financial product", "I was charged twice."),
+    ("**News Article:**\n\nShares rose.", "news article", "Shares rose."),
+    ("Health News: Flu cases climb bbc.in/x", "health news tweet", "Flu cases climb bbc.in/x"),
+    ("Reviews: it worked.", "review", "it worked."),  # all of a one-word type, plural
+    ("Health: flu cases climb.", "health news tweet", "Health: flu cases climb."),  # one word
+    ("Update: shares rose.", "news article", "Update: shares rose."),
+    ("Financial advice: save more.", "news article", "Financial advice: save more."),
+    ("Consumer complaint:", "consumer complaint", "Consumer complaint:"),  # nothing after it
+    ("I filed a consumer complaint: no answer.", "consumer complaint",
+     "I filed a consumer complaint: no answer."),  # not at the head
+])
+def test_a_head_label_restating_the_document_type(text, document_type, expected):
+    assert strip_type_label(text, document_type) == expected
+
+
+def test_clean_up_strips_the_type_label_before_the_quotes():
+    assert clean_completion('News article: "Shares rose sharply."', document_type="news article") \
+        == "Shares rose sharply."
+    assert clean_completion("News article: Shares rose.") == "News article: Shares rose."
 
 
 def test_truncation_flag_from_backend():

@@ -149,6 +149,16 @@ def test_no_retry_when_coverage_check_off():
     assert docs[0].coverage == 0.0 and docs[0].attempts == 1 and len(rec.prompts) == 1
 
 
+def test_a_head_label_restating_the_document_type_is_stripped():
+    rec = RecordingBackend(answer=lambda p: 'Consumer complaint: "My card was charged twice."')
+    seqs = [Seq("x", ["card"])]
+    docs = generate_documents(seqs, rec, PromptBuilder("consumer complaint"),
+                              DocumentOptions(document_type="consumer complaint"))
+    assert docs[0].text == "My card was charged twice."
+    kept = generate_documents(seqs, rec, PromptBuilder("consumer complaint"))
+    assert kept[0].text.startswith("Consumer complaint:")  # no type given: nothing to match
+
+
 def test_truncated_completion_is_cut_to_last_sentence():
     class Trunc(RecordingBackend):
         def complete(self, prompts):

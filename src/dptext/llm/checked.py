@@ -28,6 +28,7 @@ PromptFor = Callable[[int, int], Prompt]
 @dataclass
 class DocumentOptions:
     clean: bool = True
+    document_type: str | None = None   # the clean-up strips a head label restating it
     # clean-up of an answer that stopped by itself without final punctuation: cut back to
     # its last full sentence (DP-KPS's documents); False: cut only at the token limit
     guess_truncation: bool = True
@@ -133,7 +134,8 @@ def complete_checked(prompt_for: PromptFor, n: int, backend: LLMBackend,
             # at the token limit: truncated; stopped by itself: guessed, or taken as whole
             truncated = (True if c.finish_reason == "length"
                          else None if opts.guess_truncation else False)
-            text = clean_completion(c.text, truncated) if opts.clean else c.text.strip()
+            text = (clean_completion(c.text, truncated, opts.document_type) if opts.clean
+                    else c.text.strip())
             a = _check(text, keyphrases[i] if keyphrases else None, opts)
             if best[i] is None or a.rank() > best[i].rank():  # type: ignore[union-attr]
                 best[i] = a

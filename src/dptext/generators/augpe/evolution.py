@@ -162,7 +162,8 @@ class _Evolution:
         self.classes, self.seed, self.say = classes, seed, say
         self.ledger = state.ledger(epsilon_cap)
         self.run_opts = dict(journal=journal, cache=cache)
-        self.checks = DocumentOptions(clean=cfg.clean, guess_truncation=False,
+        self.checks = DocumentOptions(clean=cfg.clean, document_type=cfg.document_type,
+                                      guess_truncation=False,
                                       concurrency=concurrency, progress=progress)
         self.stats = stats if stats is not None else RunStats()
         self.params = SamplingParams(cfg.max_tokens, cfg.temperature, cfg.top_p)

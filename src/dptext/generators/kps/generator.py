@@ -195,7 +195,8 @@ class KPSGenerator(BaseGenerator):
         template, shots = self._prompting()
         builder = PromptBuilder(self.document_type, template, shots,
                                 SamplingParams(self.max_tokens, self.temperature, self.top_p))
-        opts = DocumentOptions(clean=self.clean, min_coverage=self.min_coverage or None,
+        opts = DocumentOptions(clean=self.clean, document_type=self.document_type,
+                               min_coverage=self.min_coverage or None,
                                max_attempts=self.max_attempts, concurrency=ctx.concurrency,
                                seed=ctx.llm_seed, progress=ctx.progress,
                                retry=RetryPolicy(max_retries=self.max_retries))

@@ -276,7 +276,8 @@ class PateGenerator(BaseGenerator):
         ctx.say(f"public generator: {len(prompts)} candidate prompts to {ctx.llm.identity}")
         # loops and refusals asked again, as DP-KPS's documents are
         written = complete_checked(reseeding(prompts), len(prompts), ctx.llm,
-                                   DocumentOptions(guess_truncation=False,
+                                   DocumentOptions(document_type=cfg.document_type,
+                                                   guess_truncation=False,
                                                    concurrency=ctx.concurrency,
                                                    progress=ctx.progress),
                                    ctx.journal, ctx.cache, ctx.stats, description="candidates")
