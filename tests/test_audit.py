@@ -134,14 +134,14 @@ def test_every_row_is_in_ci_or_has_its_own_test():
     own = {"dpkps", "dpkps-independent", "dpkps-iterative", "dpkps-default", "form",
            "histogram", "selection", "terms-per-doc", "label-set", "augpe", "pate",
            "pate-tutor", "dpsgd", "vocabulary-gaussian", "augpe-default", "pate-default",
-           "dpft-training", "multilabel-histogram"}
+           "dpft-training", "multilabel-histogram", "dpft-set-codes"}
     assert set(AUDITS) == own | set(CI_ROWS)
     # each row's audit function is used by a test (ruff refuses an unused import)
     for fn in ("audit_dpkps", "audit_dpkps_defaults", "audit_dpkps_default",
                "audit_form_profile", "audit_histogram", "audit_selection",
                "audit_terms_per_doc", "audit_label_set", "audit_augpe", "audit_pate",
                "audit_pate_tutor", "audit_dpsgd", "audit_augpe_default", "audit_pate_default",
-               "audit_dpft_training", "audit_multilabel_histogram"):
+               "audit_dpft_training", "audit_multilabel_histogram", "audit_dpft_set_codes"):
         assert re.search(rf"\b{fn}\b", tests), fn
     assert 'audit_vocabulary("gaussian"' in tests
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from dptext.audits.augpe import audit_augpe
 from dptext.audits.augpe_default import audit_augpe_default
+from dptext.audits.dpft_codes import audit_dpft_set_codes
 from dptext.audits.dpft_loop import audit_dpft_training
 from dptext.audits.dpsgd import audit_dpsgd
 from dptext.audits.form import audit_form_profile
@@ -69,6 +70,8 @@ REGISTRY: dict[str, Audit] = {
     "pate-default": lambda n, c, b: audit_pate_default(runs=n(800), confidence=c, broken=b),
     "dpft-training": lambda n, c, b: audit_dpft_training(runs=n(800), confidence=c,
                                                          broken=b),
+    "dpft-set-codes": lambda n, c, b: audit_dpft_set_codes(runs=n(6000), confidence=c,
+                                                           broken=b),
 }
 AUDITS: tuple[str, ...] = tuple(REGISTRY)
 

@@ -43,13 +43,14 @@ import torch
 from dptext.corpus import Corpus, InputError
 from dptext.generators.dpft.codes import (
     LABEL_FIELD,
-    CodeDistribution,
+    code_distribution_from_dict,
     code_domains,
     declared_label_sets,
     document_codes,
     format_codes,
     public_documents,
     release_code_distribution,
+    release_set_marginals,
 )
 from dptext.generators.dpft.model import DEFAULT_MODEL, load_base
 from dptext.generators.dpft.sample import PPLMConfig, SamplingConfig, generate, pplm_generate
@@ -96,6 +97,7 @@ class DPFineTuneGenerator:
         self.seed = seed
         self.progress = progress
         self.multilabel_ = False  # fitted on label sets (set by fit, kept in the plan)
+        self.set_labels_: tuple[str, ...] | None = None  # codes: labels and set sizes
 
     @property
     def private(self) -> bool:
@@ -193,6 +195,7 @@ class DPFineTuneGenerator:
                                self.label_set_share * self.delta) if self.private else None
         declared = dict(self.code_values or {})
         self.spare_share_ = 0.0  # of ε and δ, unspent by a label-set release: to the codes
+        self.set_labels_ = None
         if self.multilabel_ and declared.get(LABEL_FIELD):  # labels declared: their sets?
             labels = declared.pop(LABEL_FIELD)
             check_declared({x for c in codes for x in json.loads(c[LABEL_FIELD])}, labels)
@@ -201,6 +204,15 @@ class DPFineTuneGenerator:
                 declared[LABEL_FIELD] = every_set
                 if all(f in declared for f in codes[0]):  # no field left to release
                     self.spare_share_ = self.label_set_share
+            elif list(codes[0]) == [LABEL_FIELD]:  # too many sets: labels and set sizes
+                if self.config.multitask:
+                    raise ValueError(
+                        f"the classifier head (multitask) takes one class per label set; "
+                        f"{len(labels)} declared labels have too many sets: fit without it")
+                self.set_labels_ = tuple(sorted(labels))
+                self.spare_share_ = self.label_set_share
+                self.domains_ = {}  # nothing released first, no one left out
+                return
         self.domains_ = code_domains(codes, declared, spec=spec, ledger=self.ledger_)
         empty = [f for f, v in self.domains_.items() if not v]
         if empty:
@@ -210,13 +222,14 @@ class DPFineTuneGenerator:
 
     def _plan(self, codes: list[dict[str, str]], n_params: int) -> None:
         cfg = self.config
-        if self.private:
-            spare = self.spare_share_
-            dist = release_code_distribution(
-                codes, self.domains_, epsilon=(cfg.code_share + spare) * self.epsilon,
-                delta=(cfg.code_delta_share + spare) * self.delta, ledger=self.ledger_)
+        spare = self.spare_share_
+        eps = (cfg.code_share + spare) * self.epsilon if self.private else None
+        delta = (cfg.code_delta_share + spare) * self.delta if self.private else 0
+        if self.set_labels_ is not None:
+            dist = release_set_marginals(codes, self.set_labels_, epsilon=eps, delta=delta,
+                                         ledger=self.ledger_)
         else:
-            dist = release_code_distribution(codes, self.domains_, epsilon=None, delta=0,
+            dist = release_code_distribution(codes, self.domains_, epsilon=eps, delta=delta,
                                              ledger=self.ledger_)
         self.code_distribution_ = dist
         n_hat = dist.total()  # DP estimate of N (exact when ε = ∞)
@@ -260,7 +273,7 @@ class DPFineTuneGenerator:
                              "folder's plan; remove the run folder to start a new run")
         for rec in saved[len(held):]:
             self.ledger_.record(rec)
-        self.code_distribution_ = CodeDistribution.from_dict(d["codes"])
+        self.code_distribution_ = code_distribution_from_dict(d["codes"])
         self.domains_ = {k: tuple(v) for k, v in d["domains"].items()}
         self.multilabel_ = d.get("multilabel", False)
 
