@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
-from dptext.audits.common import canary_copies
+from dptext.audits.common import audit_claim, canary_copies
 from dptext.generators.dpft.codes import LABEL_FIELD, release_set_marginals
 from dptext.privacy import PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise
+from dptext.privacy.auditing import AuditRow, broken_noise
 from dptext.privacy.label_sets import set_key
 
 LABELS = tuple("abcdefg")
@@ -52,9 +52,7 @@ def audit_dpft_set_codes(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int
                 noisy.append(_vector(release_set_marginals(c, LABELS, epsilon=epsilon,
                                                            delta=delta, ledger=ledger)))
             out.append((np.stack(noisy) - exact[0]) @ unit)
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"dpft label-set codes: label and set-size counts (Gaussian, {len(LABELS)} labels)",
-        [(out[0], out[1], "projection on the shift of one document's counts")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+    return audit_claim(
+        ledger, f"dpft label-set codes: label and set-size counts (Gaussian, {len(LABELS)} "
+        "labels)", [(out[0], out[1], "projection on the shift of one document's counts")],
+        confidence=confidence, started=started, broken=broken)

@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from dptext.audits.common import canary_copies
+from dptext.audits.common import audit_claim, canary_copies
 from dptext.keyphrases import histogram
 from dptext.privacy import NoiseSpec, PrivacyLedger
-from dptext.privacy.auditing import AuditRow, audit_statistics, broken_noise, observe_releases
+from dptext.privacy.auditing import AuditRow, broken_noise, observe_releases
 from dptext.privacy.label_sets import cap_label_sets
 
 S, K, TERMS = 3, 2, 8
@@ -70,9 +70,7 @@ def audit_multilabel_histogram(epsilon: float = 2.0, delta: float = 1e-3, *,
                         terms_per_doc=S, false_cells=1.0, max_terms=TERMS, rows=K)
             noisy = np.stack([v.ravel() for _, _, v in seen])
             out.append((noisy - exact[0].ravel()) @ unit)
-    claimed = ledger.guarantee()
-    return audit_statistics(
-        f"multi-label class × term histogram (Gaussian, S = {S}, ≤ {K} labels a document)",
-        [(out[0], out[1], "projection on the shift of one document's rows")],
-        epsilon=claimed.epsilon, delta=claimed.delta, confidence=confidence,
-        started=started, broken=broken)
+    return audit_claim(
+        ledger, f"multi-label class × term histogram (Gaussian, S = {S}, ≤ {K} labels a "
+        "document)", [(out[0], out[1], "projection on the shift of one document's rows")],
+        confidence=confidence, started=started, broken=broken)
