@@ -110,6 +110,9 @@ def test_clean_completion(raw, expected):
     ("**News Article:**\n\nShares rose.", "news article", "Shares rose."),
     ("Health News: Flu cases climb bbc.in/x", "health news tweet", "Flu cases climb bbc.in/x"),
     ("Reviews: it worked.", "review", "it worked."),  # all of a one-word type, plural
+    ("News Article\n\nShares rose.", "news article", "Shares rose."),  # a title line
+    ("Shares Rose\n\nShares rose.", "news article", "Shares Rose\n\nShares rose."),
+    ("Consumer complaint about fees", "consumer complaint", "Consumer complaint about fees"),
     ("Health: flu cases climb.", "health news tweet", "Health: flu cases climb."),  # one word
     ("Update: shares rose.", "news article", "Update: shares rose."),
     ("Financial advice: save more.", "news article", "Financial advice: save more."),
