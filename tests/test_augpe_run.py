@@ -31,8 +31,8 @@ def _answer(prompt) -> str:
     """A stand-in LLM: the initial prompt's words, or the parent with its blanks filled."""
     last = prompt.messages[-1].content
     words = re.search(r"Use some of these words: (.*)\.", last)
-    if words:
-        return f"A report on {words.group(1)}."
+    if words:  # opened with the document type as a label, which the clean-up strips
+        return f"News article: A report on {words.group(1)}."
     body = last.split("\n\n")[1].replace("_", "news")
     return f"{body} Update {prompt.params.seed % 97}."
 
@@ -93,6 +93,7 @@ def test_canaries_never_reach_a_prompt_or_the_run_directory(corpus, tmp_path):
     assert groups == {None, "votes, iteration 1", "votes, iteration 2"}
     assert len(result.ledger.releases) == 1 + 2 * 5
     assert result.ledger.guarantee().epsilon <= 3.0
+    assert all(text.startswith("A report on") for text, _ in result.populations[0])
 
 
 class _FailingAfter(RecordingBackend):

@@ -121,8 +121,13 @@ def _cli(args):
     return CliRunner().invoke(app, args, catch_exceptions=False)
 
 
-def test_generate_command_and_resume(tmp_path, model2vec_strings):
+def test_generate_command_and_resume(tmp_path, model2vec_strings, monkeypatch):
     # (no $DPTEXT_CACHE override: the embedder's model cache is shared; --no-cache below)
+    from dptext.llm import recording
+
+    answer = recording._default_answer  # each document opens with its type as a label
+    monkeypatch.setattr(recording, "_default_answer",
+                        lambda p: answer(p).replace("\n\n", "\n\nMedical Record: ", 1))
     data = tmp_path / "notes.csv"
     _write_csv(data, _corpus_with_canaries())
     out = tmp_path / "synthetic.jsonl"
@@ -140,7 +145,8 @@ def test_generate_command_and_resume(tmp_path, model2vec_strings):
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 15
     assert all(set(d) == {"text", "label", "keyphrases"} for d in lines)
-    assert all(d["text"].startswith("The note mentions") for d in lines)  # cleaned preamble
+    # the preamble and the label restating --document-type cleaned off
+    assert all(d["text"].startswith("The note mentions") for d in lines)
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
     assert 0 < report["guarantee"]["epsilon"] <= 6.0 + 1e-9  # composed from the ledger
     assert report["parameters"]["llm"] == "recording"

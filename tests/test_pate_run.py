@@ -128,8 +128,13 @@ def test_canaries_stay_out_and_a_killed_run_resumes_without_new_noise(tmp_path):
 
 
 def test_generate_method_pate_end_to_end(tmp_path, monkeypatch):
+    from dptext.llm import recording
+
     emb = _embedder()
     monkeypatch.setattr("dptext.embed.load_embedder", lambda *a, **k: emb)
+    answer = recording._default_answer  # each candidate opens with its type as a label
+    monkeypatch.setattr(recording, "_default_answer",
+                        lambda p: answer(p).replace("\n\n", "\n\nNews Article: ", 1))
     data = tmp_path / "notes.csv"
     corpus = _corpus_with_canaries()
     _write_csv(data, corpus)
@@ -143,6 +148,7 @@ def test_generate_method_pate_end_to_end(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     docs = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(docs) == 10 and all({"text", "label", "student_score"} <= set(d) for d in docs)
+    assert not any(d["text"].startswith("News Article") for d in docs)  # cleaned off
     report = json.loads((tmp_path / "synthetic.privacy.json").read_text())
     assert 5.97 <= report["guarantee"]["epsilon"] <= 6.0
     assert report["command"] == "generate --method pate"
