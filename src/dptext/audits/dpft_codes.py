@@ -44,7 +44,7 @@ def audit_dpft_set_codes(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int
     unit = shift / np.linalg.norm(shift)
     out = []
     ledger = PrivacyLedger()
-    with broken_noise("half-noise" if broken == "half-noise" else "none"):
+    with broken_noise(broken):
         for c in sides:
             noisy = []
             for _ in range(runs):

@@ -77,7 +77,7 @@ def audit_histogram(epsilon: float = 2.0, delta: float = 1e-3, *, runs: int = 50
         unit = shift / np.linalg.norm(shift)
         out = []
         ledger = PrivacyLedger()
-        with broken_noise("half-noise" if broken == "half-noise" else "none"):
+        with broken_noise(broken):
             for f, i in ((firsts, ids), planted):
                 with observe_releases() as seen:
                     for _ in range(runs):

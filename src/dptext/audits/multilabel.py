@@ -60,7 +60,7 @@ def audit_multilabel_histogram(epsilon: float = 2.0, delta: float = 1e-3, *,
     unit = shift / np.linalg.norm(shift)
     out = []
     ledger = PrivacyLedger()
-    with broken_noise("half-noise" if broken == "half-noise" else "none"):
+    with broken_noise(broken):
         for counts in exact:
             with observe_releases() as seen:
                 for _ in range(runs):

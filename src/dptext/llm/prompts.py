@@ -207,18 +207,19 @@ _HEAD_LABEL = re.compile(r"^[\s*#>]*((?:[A-Za-z][\w'’-]*[ \t]+){0,3}[A-Za-z][\
 
 
 def _type_words(text: str) -> list[str]:
-    return [w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[a-z]+",
-                                                                                 text.lower())]
+    """Lower-case words, a plural "s" dropped ("Reviews" → "review")."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return [w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words]
 
 
 def strip_type_label(text: str, document_type: str) -> str:
     """``text`` without a head label that restates the document type: two or more of its
     words ("Consumer complaint:" for "consumer complaint about a financial product",
     "News Article:" or a first line "News Article" for "news article"), or all of a
-    one-word type. The 0.5B model opened
-    24 % of its complaints and 4 % of its news articles so (the committed form-and-style
-    cells); no real document of the five demo corpora opens with such a label of its
-    corpus's document type (train and test splits)."""
+    one-word type. The 0.5B model opened 24 % of its complaints and 4 % of its news
+    articles so (the committed form-and-style cells); no real document of the five demo
+    corpora opens with such a label of its corpus's document type (train and test
+    splits)."""
     m = _HEAD_LABEL.match(text)
     if not m:
         return text
@@ -232,8 +233,9 @@ def _unquote(t: str) -> tuple[str, bool]:
     """``t`` without an unmatched opening quote, or without the pair of quotes that wraps
     all of it and is its only one (the model quoting its document: 12–15 % of the
     synthetic health tweets, Banking77 queries and complaints in the committed
-    form-and-style cells, no real document of the five demo corpora); True when such a pair was
-    removed. A text with quotes inside is kept as it is (``"Well," he said. "Go."``)."""
+    form-and-style cells, no real document of the five demo corpora); True when such a
+    pair was removed. A text with quotes inside is kept as it is (``"Well," he said.
+    "Go."``)."""
     quotes = t.count('"') + t.count("“") + t.count("”")
     if t[:1] not in "\"“":
         return t, False

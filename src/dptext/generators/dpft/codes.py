@@ -190,7 +190,6 @@ class SetCodeDistribution:
     label_counts: tuple[float, ...]
     size_counts: tuple[float, ...]  # index: the set's size
     private: bool = True
-    fields: tuple[str, ...] = (LABEL_FIELD,)
 
     def total(self) -> float:
         """A DP estimate of the corpus size (the sum of the size counts), at least 1."""
