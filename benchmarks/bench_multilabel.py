@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dptext.generators.dpft.codes import MAX_DECLARED_SETS
+from dptext.generators.dpft.codes import MAX_DECLARED_SETS, declared_label_sets
 from dptext.generators.kps import KeyphraseSeeder
 from dptext.generators.kps.options import with_default_length
 from harness.options import add_list, study_parser
@@ -70,7 +70,8 @@ EARLIER_DPFT_CODES = "sets released"
 
 def dpft_design(n: int) -> str:
     """The label-set codes dpft uses for ``n`` declared findings (``generators/dpft``)."""
-    return DPFT_CODES if 2 ** n <= MAX_DECLARED_SETS else DPFT_COUNTS
+    every_set = declared_label_sets([f"finding {i}" for i in range(n)])
+    return DPFT_CODES if every_set is not None else DPFT_COUNTS
 
 
 def dpft_codes(row: dict) -> str:
