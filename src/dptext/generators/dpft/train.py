@@ -135,7 +135,10 @@ def add_lora(lm, cfg: DPFTConfig):
 
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
                       target_modules=list(cfg.lora_targets), task_type="CAUSAL_LM")
-    return get_peft_model(lm, lora)
+    with warnings.catch_warnings():  # peft asks transformers' deprecated property
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated",
+                                category=FutureWarning)
+        return get_peft_model(lm, lora)
 
 
 @dataclass
@@ -154,8 +157,7 @@ def train(module: DPFTModule, tok, docs: list[tuple[list[int], int]], plan: Trai
           live_epsilon: Callable[[int], float] | None = None, progress: bool = True) -> dict:
     """Run (or resume) the planned DP-SGD steps; returns a small training log."""
     with warnings.catch_warnings():
-        for msg in ("Full backward hook", "is_gradient_checkpointing", "Optimal order",
-                    "Using a non-full backward hook"):
+        for msg in ("Full backward hook", "Optimal order", "Using a non-full backward hook"):
             warnings.filterwarnings("ignore", message=msg)
         return _train(module, tok, docs, plan, cfg, cls_docs=cls_docs, labels=labels,
                       checkpoint_dir=checkpoint_dir, live_epsilon=live_epsilon,
