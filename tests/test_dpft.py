@@ -327,6 +327,27 @@ def test_rows_end_at_the_first_special_token():
     assert _stop_rows(rows, torch.tensor([1, 2])) == [[5, 6], [9], [5, 6, 7, 8], []]
 
 
+def test_cached_sampling_matches_full_recompute(tiny):
+    """The KV cache reaches the model under the name the installed ``transformers`` reads:
+    greedy tokens drawn with it are the argmax of the whole sequence recomputed without
+    it (a cache silently dropped would condition each step on its last token only)."""
+    import torch
+
+    from dptext.generators.dpft.sample import SamplingConfig, _sample_batch, stop_ids
+
+    lm, tok = tiny()
+    lm.eval()
+    prompt = tok("the market rose on monday", add_special_tokens=False).input_ids
+    cfg = SamplingConfig(max_new_tokens=8, top_k=1, min_new_tokens=8)
+    drawn = _sample_batch(lm, tok, prompt, 2, cfg, torch.Generator().manual_seed(0))
+    assert drawn[0] == drawn[1] and len(drawn[0]) == 8
+    with torch.no_grad():
+        logits = lm(input_ids=torch.tensor([prompt + drawn[0]])).logits[0].float()
+    logits[:, stop_ids(tok)] = -float("inf")
+    n = len(prompt)
+    assert logits[n - 1: n + 7].argmax(-1).tolist() == drawn[0]
+
+
 def test_no_stop_token_before_min_new_tokens():
     """A model that would stop at once (EOS, or a chat marker, most likely at every step)
     writes ``min_new_tokens`` tokens first, then stops; the prompts' order is kept."""
@@ -337,10 +358,10 @@ def test_no_stop_token_before_min_new_tokens():
     from dptext.generators.dpft.sample import SamplingConfig, generate
 
     class StopsAtOnce(torch.nn.Module):
-        def forward(self, input_ids, past_key_values=None, use_cache=True):
+        def forward(self, input_ids, cache=None, use_cache=True):
             logits = torch.zeros(input_ids.shape[0], input_ids.shape[1], 10)
             logits[..., 2], logits[..., 1], logits[..., 7] = 10.0, 9.0, 5.0  # EOS, marker
-            return SimpleNamespace(logits=logits, past_key_values=None)
+            return SimpleNamespace(logits=logits, cache=None)
 
     class Tokenizer:
         dpft_bos_id, dpft_sep_id, eos_token_id, all_special_ids = 3, 4, 2, [0, 1, 2]

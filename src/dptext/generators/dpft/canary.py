@@ -82,8 +82,8 @@ def secret_log_probs(lm, tok, prompt_ids: list[int], batch: int = 250) -> np.nda
     scores = np.zeros(N_CANDIDATES)
     for s in range(0, 1000, batch):
         chunk = prefixes[s: s + batch]
-        cache = _repeat_cache(out.past_key_values, len(chunk))
-        o = lm(input_ids=chunk, past_key_values=cache, use_cache=False)
+        cache = _repeat_cache(out.cache, len(chunk))
+        o = lm(input_ids=chunk, cache=cache, use_cache=False)
         logp = torch.log_softmax(o.logits.float(), -1)[..., digits]  # (b, 3, 10)
         for j in range(len(chunk)):
             v = s + j

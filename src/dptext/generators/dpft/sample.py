@@ -141,8 +141,8 @@ def _sample_batch(lm, tok, prompt: list[int], b: int, cfg: SamplingConfig,
     done = torch.zeros(b, dtype=torch.bool)
     stops = stop_ids(tok)
     for step in range(cfg.max_new_tokens):
-        out = lm(input_ids=ids, past_key_values=pkv, use_cache=True)
-        pkv = out.past_key_values
+        out = lm(input_ids=ids, cache=pkv, use_cache=True)
+        pkv = out.cache
         logits = no_stop_yet(out.logits[:, -1].float() / cfg.temperature, stops, step, cfg)
         nxt = sample_next(logits, cfg.top_k, cfg.top_p, gen)
         nxt[done] = tok.eos_token_id
@@ -182,11 +182,11 @@ def _pplm_batch(lm, head, out_emb, tok, codes, y, b, cfg: SamplingConfig, pp: PP
     stops = stop_ids(tok)
     for count in range(cfg.max_new_tokens):  # count: text tokens pooled so far
         with torch.no_grad():
-            oc = lm(input_ids=cond, past_key_values=pkv_c, use_cache=True,
+            oc = lm(input_ids=cond, cache=pkv_c, use_cache=True,
                     output_hidden_states=True)
-            ou = lm(input_ids=unc, past_key_values=pkv_u, use_cache=True,
+            ou = lm(input_ids=unc, cache=pkv_u, use_cache=True,
                     output_hidden_states=True)
-        pkv_c, pkv_u = oc.past_key_values, ou.past_key_values
+        pkv_c, pkv_u = oc.cache, ou.cache
         h_c = oc.hidden_states[-1][:, -1].float()  # Δ and the head work in fp32
         h_u = ou.hidden_states[-1][:, -1].float()
         base = torch.log_softmax(oc.logits[:, -1].float() / cfg.temperature, -1)
